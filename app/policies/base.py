@@ -1,0 +1,94 @@
+"""Shared vocabulary of the policy engines: parameter specs, validation errors, registry entries.
+
+Every policy module exports ``REGISTRY: tuple[PolicySpec, ...]``; ``app.policies.registry``
+collects them so the controller, the simulator and the playground look policies up by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class PolicyError(ValueError):
+    """A policy input or parameter is invalid; ``field`` names the offending key (dotted path)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One tunable parameter of a policy, with its default and an inclusive valid range."""
+
+    name: str
+    kind: type  # float, int, str or bool
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+
+    def validate(self, value: Any, prefix: str = "") -> Any:
+        """Return ``value`` coerced to ``kind`` or raise ``PolicyError`` naming the parameter."""
+        where = f"{prefix}{self.name}"
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise PolicyError(where, f"must be true or false, got {value!r}")
+            return value
+        if self.kind in (int, float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise PolicyError(where, f"must be a number, got {value!r}")
+            if self.kind is int and int(value) != value:
+                raise PolicyError(where, f"must be a whole number, got {value!r}")
+            num = self.kind(value)
+            if self.minimum is not None and (
+                num < self.minimum or (self.exclusive_minimum and num == self.minimum)
+            ):
+                op = ">" if self.exclusive_minimum else ">="
+                raise PolicyError(where, f"must be {op} {self.minimum}, got {value!r}")
+            if self.maximum is not None and (
+                num > self.maximum or (self.exclusive_maximum and num == self.maximum)
+            ):
+                op = "<" if self.exclusive_maximum else "<="
+                raise PolicyError(where, f"must be {op} {self.maximum}, got {value!r}")
+            return num
+        if not isinstance(value, str):
+            raise PolicyError(where, f"must be a string, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise PolicyError(where, f"must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """A named policy: what kind of decision it makes and the parameters it accepts."""
+
+    name: str
+    kind: str  # "queue" (decides queue shares) or "admission" (decides job admission)
+    summary: str
+    paper: str
+    params: tuple[ParamSpec, ...] = field(default_factory=tuple)
+
+    def defaults(self) -> dict[str, Any]:
+        """The parameters with their default values."""
+        return {p.name: p.default for p in self.params}
+
+    def validate(self, values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+        """Defaults overlaid with ``values``; unknown names and bad values raise ``PolicyError``."""
+        known = {p.name: p for p in self.params}
+        for key in values:
+            if key not in known:
+                raise PolicyError(f"{prefix}{key}", f"unknown parameter of policy {self.name}")
+        out = self.defaults()
+        for key, value in values.items():
+            out[key] = known[key].validate(value, prefix)
+        return out
+
+
+Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
