@@ -1,0 +1,21 @@
+"""What the lifespan builds and the routes use, kept on ``app.state.sidecar``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.services.poller import Poller
+from app.settings import Settings
+
+
+@dataclass
+class SidecarState:
+    """Per-process resources created by ``app.main.create_app``'s lifespan."""
+
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    poller: Poller | None = None

@@ -1,0 +1,38 @@
+"""Logging setup: text lines for people, or one JSON object per line (``YARN_SIDECAR_LOG_FORMAT``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+
+from app.settings import LogFormat
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, with UTC timestamps."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload)
+
+
+def configure_logging(fmt: LogFormat, level: str) -> None:
+    """Install one stderr handler on the root logger (idempotent)."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt is LogFormat.JSON:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)

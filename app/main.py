@@ -1,0 +1,80 @@
+"""``create_app(settings) -> FastAPI``: the only lifespan; one ``AsyncExitStack`` owns every
+resource (database engine, RM client, loop services), after Prefect's server (``style.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import httpx
+from fastapi import FastAPI
+
+import app as app_pkg
+from app.api.routes import apps, health, queues
+from app.api.state import SidecarState
+from app.db.session import make_engine, make_session_factory
+from app.services.poller import Poller
+from app.services.runtime import Runtime
+from app.settings import Mode, Settings
+from app.yarn.client import RMClient
+
+DESCRIPTION = """\
+A policy sidecar for the Hadoop YARN ResourceManager. It polls the RM's REST API, keeps the
+cluster's history, and (issues 4 to 7) decides queue shares and job admission with research
+policies (Fawkes, LTRF, RRF, PYTHIA / Justice), pushing them to YARN only in `enforce` mode.
+"""
+
+
+def create_app(
+    settings: Settings,
+    *,
+    run_loops: bool = True,
+    rm_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """Build the application. ``run_loops=False`` serves the API without polling (tests, docs)."""
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            engine = make_engine(settings.effective_database_url)
+            stack.callback(engine.dispose)
+            state = SidecarState(
+                settings=settings, engine=engine, sessions=make_session_factory(engine)
+            )
+            client = RMClient(
+                settings.rm_urls,
+                user=settings.rm_user,
+                timeout_s=settings.rm_timeout_s,
+                retries=settings.rm_retries,
+                transport=rm_transport,
+            )
+            await stack.enter_async_context(client)
+            state.poller = Poller(
+                client,
+                state.sessions,
+                cluster_name=settings.cluster_name,
+                rm_urls=settings.rm_urls,
+                interval_s=settings.poll_interval_s,
+            )
+            api.state.sidecar = state
+            if run_loops:
+                runtime = Runtime([state.poller])
+                runtime.start()
+                stack.callback(runtime.shutdown)
+            yield
+
+    api = FastAPI(
+        title="YARN Policy Sidecar",
+        version=app_pkg.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    for router in (health.router, queues.router, apps.router):
+        api.include_router(router)
+    return api
+
+
+def schema_app() -> FastAPI:
+    """An app for exporting the OpenAPI schema: no settings from the environment are needed."""
+    return create_app(Settings(mode=Mode.OBSERVE), run_loops=False)

@@ -1,0 +1,162 @@
+"""Sidecar settings (issue 2, point 2): pydantic-settings, grouped, refused when unsafe.
+
+The environment names (``YARN_SIDECAR_*``) are public interface. Values come, in order of
+precedence, from keyword arguments, the environment, an optional config file (``.env``-style
+``KEY=value`` lines named by ``YARN_SIDECAR_CONFIG_FILE``) and the defaults below. There is no
+import-time singleton: ``load_settings()`` builds one and reports every invalid value by name.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ENV_PREFIX = "YARN_SIDECAR_"
+
+
+class Mode(StrEnum):
+    """How far the sidecar may go: record only, decide and record, or also push to YARN."""
+
+    OBSERVE = "observe"
+    ADVISE = "advise"
+    ENFORCE = "enforce"
+
+
+class LogFormat(StrEnum):
+    """Human-readable lines, or one JSON object per line for log shippers."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+def default_data_dir() -> Path:
+    """Where the SQLite default lives: ``$XDG_DATA_HOME/yarn-sidecar`` or ``~/.local/share``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "yarn-sidecar"
+
+
+class SettingsError(ValueError):
+    """Settings could not be loaded; the message names every offending setting."""
+
+
+class Settings(BaseSettings):
+    """Every knob of the sidecar. Field names map to ``YARN_SIDECAR_<NAME>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+    )
+
+    # rm: where the ResourceManager(s) are; several for RM HA.
+    rm_urls: Annotated[tuple[str, ...], NoDecode] = ("http://127.0.0.1:8088",)
+    rm_user: str = "yarn-sidecar"
+    rm_timeout_s: float = Field(10.0, gt=0, le=300)
+    rm_retries: int = Field(2, ge=0, le=10)
+
+    # db
+    cluster_name: str = Field("default", min_length=1, max_length=100)
+    data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str = ""
+
+    # loop
+    poll_interval_s: float = Field(10.0, ge=0.5, le=3600)
+    mode: Mode = Mode.ADVISE
+
+    # api
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8000, ge=1, le=65535)
+    log_format: LogFormat = LogFormat.TEXT
+    log_level: str = "INFO"
+
+    @field_validator("rm_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("rm_urls")
+    @classmethod
+    def _check_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("at least one ResourceManager URL is required")
+        for url in value:
+            parsed = urlparse(url)
+            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                raise ValueError(f"{url!r} is not an http(s) URL such as http://rm-host:8088")
+        return tuple(url.rstrip("/") for url in value)
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_db_url(cls, value: str) -> str:
+        if value and not value.startswith(("sqlite", "postgresql")):
+            raise ValueError("only sqlite:// and postgresql:// URLs are supported")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, value: str) -> str:
+        upper = value.upper()
+        if upper not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return upper
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured URL, or a SQLite file in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'sidecar.db'}"
+
+
+def _read_config_file(path: Path) -> dict[str, str]:
+    """``KEY=value`` lines; keys with or without the ``YARN_SIDECAR_`` prefix; ``#`` comments."""
+    values: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SettingsError(f"config file {path}: {exc.strerror}") from exc
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if "=" not in line:
+            raise SettingsError(f"config file {path}:{lineno}: expected KEY=value, got {raw!r}")
+        key, _, val = line.partition("=")
+        key = key.strip().upper().removeprefix(ENV_PREFIX).lower()
+        if key not in Settings.model_fields:
+            raise SettingsError(f"config file {path}:{lineno}: unknown setting {key!r}")
+        values[key] = val.strip().strip('"').strip("'")
+    return values
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from overrides, environment and optional config file, or raise
+    ``SettingsError`` naming each invalid setting by its environment variable."""
+    config_file = os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
+    file_values = _read_config_file(Path(config_file)) if config_file else {}
+    env_keys = {k.upper() for k in os.environ}
+    # Environment beats the file: only pass file values the environment does not set.
+    from_file = {
+        k: v for k, v in file_values.items() if f"{ENV_PREFIX}{k.upper()}" not in env_keys
+    }
+    try:
+        return Settings(**{**from_file, **overrides})
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        name = str(err["loc"][0]) if err["loc"] else "?"
+        parts.append(f"{ENV_PREFIX}{name.upper()}: {err['msg']}")
+    return "invalid settings: " + "; ".join(parts)

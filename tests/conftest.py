@@ -1,0 +1,69 @@
+"""Shared fixtures: databases on both engines (SQLite file, real PostgreSQL)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.migrate import upgrade
+from app.db.session import make_engine, make_session_factory
+
+PG_ENV = "YARN_SIDECAR_TEST_PG_URL"
+
+
+def _pg_admin_url() -> str | None:
+    url = os.environ.get(PG_ENV)
+    if url:
+        return url
+    if os.environ.get("YARN_SIDECAR_REQUIRE_PG") == "1":
+        pytest.fail(f"{PG_ENV} is not set but YARN_SIDECAR_REQUIRE_PG=1 (CI runs on PostgreSQL)")
+    return None
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Iterator[str]:
+    """A fresh, empty database URL on each engine: a temp SQLite file, or a new PostgreSQL
+    database created for this test and dropped after it."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/sidecar.db"
+        return
+    admin = _pg_admin_url()
+    if admin is None:
+        pytest.skip(f"{PG_ENV} not set (scripts/postgres-up prints one)")
+    name = f"sidecar_t_{uuid.uuid4().hex[:12]}"
+    admin_engine = create_engine(
+        make_url(admin).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
+    )
+    with admin_engine.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(admin).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin_engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin_engine.dispose()
+
+
+@dataclass
+class Db:
+    url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Db]:
+    """A database migrated to head, with an engine and session factory."""
+    upgrade(db_url)
+    engine = make_engine(db_url)
+    try:
+        yield Db(db_url, engine, make_session_factory(engine))
+    finally:
+        engine.dispose()

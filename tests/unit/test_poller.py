@@ -1,0 +1,114 @@
+"""Poller behaviour: idempotent history across restarts, watermark, outage and back-off."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db.models import Application, Cluster, NodeSample, PollRecord, QueueSample
+from app.domain.model import ClusterSnapshot
+from app.services.poller import Poller
+from app.yarn.errors import RMProtocolError, RMUnavailable
+from tests.conftest import Db
+from tests.factories import app, snapshot
+
+
+@dataclass
+class ScriptedRM:
+    """A snapshot source that replays a script of snapshots or errors and records the asks."""
+
+    script: list[ClusterSnapshot | Exception]
+    asked_since: list[int | None] = field(default_factory=list)
+    active_url: str | None = "http://rm1:8088"
+
+    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+        self.asked_since.append(finished_since_ms)
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+def _poller(db: Db, source: ScriptedRM, interval_s: float = 10.0) -> Poller:
+    return Poller(
+        source, db.sessions, cluster_name="c", rm_urls=("http://rm1:8088",), interval_s=interval_s
+    )
+
+
+def _count(db: Db, model: type) -> int:
+    with db.sessions() as s:
+        return int(s.scalar(select(func.count()).select_from(model)) or 0)
+
+
+async def test_repeated_polls_and_restart_never_duplicate_and_never_miss(db: Db) -> None:
+    a1 = app("application_1_0001")
+    a2 = app("application_1_0002")
+    a1_done = app("application_1_0001", state="FINISHED", finished_ms=50_000, vcore_seconds=7)
+    first = ScriptedRM([snapshot(10_000, (a1, a2)), snapshot(20_000, (a1, a2))])
+    poller = _poller(db, first)
+    await poller.poll(10_000)
+    await poller.poll(20_000)
+    assert first.asked_since == [0, 0]
+    # The sidecar restarts; meanwhile a1 finished. A new poller (fresh process state) asks for
+    # apps finished since the stored watermark and records a1's end.
+    second = ScriptedRM([snapshot(60_000, (a2, a1_done)), snapshot(70_000, (a2, a1_done))])
+    restarted = _poller(db, second)
+    s1 = await restarted.poll(60_000)
+    s2 = await restarted.poll(70_000)
+    assert second.asked_since == [0, 50_000]
+    assert s1.ok and s2.ok and s2.watermark_ms == 50_000
+    assert _count(db, Application) == 2
+    with db.sessions() as s:
+        row = s.get(Application, "application_1_0001")
+        assert row is not None and row.state == "FINISHED" and row.vcore_seconds == 7
+    # Samples are history: one per queue/node per poll.
+    assert _count(db, QueueSample) == 4 * 5
+    assert _count(db, NodeSample) == 4
+
+
+async def test_outage_backs_off_records_and_recovers(db: Db) -> None:
+    rm = ScriptedRM(
+        [
+            RMUnavailable("connection refused by every RM"),
+            RMProtocolError("garbage"),
+            snapshot(100_000, (app("application_1_0001"),)),
+        ]
+    )
+    poller = _poller(db, rm, interval_s=10)
+    bad1 = await poller.poll(0)
+    assert not bad1.ok and poller.failures == 1 and poller.next_attempt_ms == 10_000
+    skipped = await poller.poll(5_000)  # still backing off: the RM is not even asked
+    assert skipped.skipped and len(rm.asked_since) == 1
+    bad2 = await poller.poll(10_000)
+    assert not bad2.ok and poller.failures == 2 and poller.next_attempt_ms == 30_000
+    assert poller.last_error is not None and "garbage" in poller.last_error
+    good = await poller.poll(30_000)
+    assert good.ok and poller.failures == 0 and poller.last_good_poll_ms == 30_000
+    with db.sessions() as s:
+        polls = list(s.scalars(select(PollRecord).order_by(PollRecord.started_ms)))
+        assert [p.ok for p in polls] == [False, False, True]
+        cluster = s.scalar(select(Cluster))
+        assert cluster is not None and cluster.last_error is None
+        assert cluster.last_good_poll_ms == 30_000
+
+
+def test_backoff_is_capped() -> None:
+    poller = Poller.__new__(Poller)
+    poller.interval_s = 10
+    poller.max_backoff_s = 60
+    for failures, expected in ((0, 0), (1, 10), (2, 20), (3, 40), (4, 60), (9, 60)):
+        poller.failures = failures
+        assert poller.backoff_s() == expected
+
+
+async def test_loop_keeps_running_when_a_tick_raises(db: Db, caplog: pytest.LogCaptureFixture) -> None:
+    class Exploding(ScriptedRM):
+        async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+            raise RuntimeError("bug in a dependency")
+
+    poller = _poller(db, Exploding([]), interval_s=0.01)
+    await poller.start(loops=3)
+    assert poller.ticks == 3
+    assert "poller tick failed" in caplog.text

@@ -1,0 +1,85 @@
+"""Settings: public env names, defaults, and start-up refusal naming the bad setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import Mode, SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("YARN_SIDECAR_"):
+            monkeypatch.delenv(key)
+
+
+def test_defaults_are_the_documented_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    s = load_settings()
+    assert s.poll_interval_s == 10
+    assert s.mode is Mode.ADVISE
+    assert s.api_port == 8000
+    assert s.effective_database_url == f"sqlite:///{tmp_path}/yarn-sidecar/sidecar.db"
+
+
+def test_env_names_are_public_interface(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YARN_SIDECAR_RM_URLS", "http://rm1:8088, http://rm2:8088/")
+    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", "postgresql://u@db/sidecar")
+    monkeypatch.setenv("YARN_SIDECAR_POLL_INTERVAL_S", "2.5")
+    monkeypatch.setenv("YARN_SIDECAR_MODE", "enforce")
+    monkeypatch.setenv("YARN_SIDECAR_API_HOST", "0.0.0.0")
+    monkeypatch.setenv("YARN_SIDECAR_API_PORT", "9001")
+    monkeypatch.setenv("YARN_SIDECAR_LOG_FORMAT", "json")
+    s = load_settings()
+    assert s.rm_urls == ("http://rm1:8088", "http://rm2:8088")
+    assert s.effective_database_url == "postgresql://u@db/sidecar"
+    assert (s.poll_interval_s, s.mode, s.api_host, s.api_port) == (2.5, Mode.ENFORCE, "0.0.0.0", 9001)
+    assert s.log_format.value == "json"
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "named"),
+    [
+        ("YARN_SIDECAR_MODE", "yolo", "YARN_SIDECAR_MODE"),
+        ("YARN_SIDECAR_RM_URLS", "rm1:8088", "YARN_SIDECAR_RM_URLS"),
+        ("YARN_SIDECAR_RM_URLS", " , ", "YARN_SIDECAR_RM_URLS"),
+        ("YARN_SIDECAR_POLL_INTERVAL_S", "0", "YARN_SIDECAR_POLL_INTERVAL_S"),
+        ("YARN_SIDECAR_API_PORT", "70000", "YARN_SIDECAR_API_PORT"),
+        ("YARN_SIDECAR_LOG_FORMAT", "xml", "YARN_SIDECAR_LOG_FORMAT"),
+        ("YARN_SIDECAR_DATABASE_URL", "mysql://x/y", "YARN_SIDECAR_DATABASE_URL"),
+    ],
+)
+def test_invalid_setting_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, named: str
+) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(SettingsError, match=named):
+        load_settings()
+
+
+def test_config_file_is_read_and_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "sidecar.env"
+    cfg.write_text("# comment\nYARN_SIDECAR_MODE=observe\npoll_interval_s = 30\n")
+    monkeypatch.setenv("YARN_SIDECAR_CONFIG_FILE", str(cfg))
+    monkeypatch.setenv("YARN_SIDECAR_POLL_INTERVAL_S", "5")
+    s = load_settings()
+    assert s.mode is Mode.OBSERVE
+    assert s.poll_interval_s == 5
+
+
+def test_config_file_errors_name_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "sidecar.env"
+    cfg.write_text("YARN_SIDECAR_MODE=observe\nnot a setting line\n")
+    monkeypatch.setenv("YARN_SIDECAR_CONFIG_FILE", str(cfg))
+    with pytest.raises(SettingsError, match=rf"{cfg}:2"):
+        load_settings()
+    cfg.write_text("YARN_SIDECAR_COLOUR=blue\n")
+    with pytest.raises(SettingsError, match=r"sidecar.env:1: unknown setting 'colour'"):
+        load_settings()
