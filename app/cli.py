@@ -78,7 +78,9 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
 
     async def once() -> int:
         async with RMClient(
-            settings.rm_urls, user=settings.rm_user, timeout_s=settings.rm_timeout_s,
+            settings.rm_urls,
+            user=settings.rm_user,
+            timeout_s=settings.rm_timeout_s,
             retries=settings.rm_retries,
         ) as client:
             poller = Poller(

@@ -1,4 +1,4 @@
-"""Logging setup: text lines for people, or one JSON object per line (``YARN_SIDECAR_LOG_FORMAT``)."""
+"""Logging: text lines for people, or one JSON object per line (``YARN_SIDECAR_LOG_FORMAT``)."""
 
 from __future__ import annotations
 

@@ -19,11 +19,11 @@ from app.services.runtime import Runtime
 from app.settings import Mode, Settings
 from app.yarn.client import RMClient
 
-DESCRIPTION = """\
-A policy sidecar for the Hadoop YARN ResourceManager. It polls the RM's REST API, keeps the
-cluster's history, and (issues 4 to 7) decides queue shares and job admission with research
-policies (Fawkes, LTRF, RRF, PYTHIA / Justice), pushing them to YARN only in `enforce` mode.
-"""
+DESCRIPTION = (
+    "A policy sidecar for the Hadoop YARN ResourceManager. It polls the RM's REST API, keeps the "
+    "cluster's history, and decides queue shares and job admission with research policies "
+    "(Fawkes, LTRF, RRF, PYTHIA / Justice), pushing them to YARN only in `enforce` mode."
+)
 
 
 def create_app(

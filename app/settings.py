@@ -145,9 +145,7 @@ def load_settings(**overrides: Any) -> Settings:
     file_values = _read_config_file(Path(config_file)) if config_file else {}
     env_keys = {k.upper() for k in os.environ}
     # Environment beats the file: only pass file values the environment does not set.
-    from_file = {
-        k: v for k, v in file_values.items() if f"{ENV_PREFIX}{k.upper()}" not in env_keys
-    }
+    from_file = {k: v for k, v in file_values.items() if f"{ENV_PREFIX}{k.upper()}" not in env_keys}
     try:
         return Settings(**{**from_file, **overrides})
     except ValidationError as exc:

@@ -17,7 +17,9 @@ from app.domain.model import (
 LEAVES = ("default", "etl", "adhoc", "deadline")
 
 
-def queue(path: str, *, capacity: float = 25.0, used_vcores: int = 0, leaf: bool = True) -> QueueState:
+def queue(
+    path: str, *, capacity: float = 25.0, used_vcores: int = 0, leaf: bool = True
+) -> QueueState:
     name = path.rsplit(".", 1)[-1]
     parent = path.rsplit(".", 1)[0] if "." in path else None
     return QueueState(
@@ -104,8 +106,14 @@ def snapshot(
         total_nodes=1,
     )
     node = NodeState(
-        "localhost:1234", "localhost", "/default-rack", "RUNNING", (), Resources(8, 8192),
-        Resources(0, 0), 0,
+        "localhost:1234",
+        "localhost",
+        "/default-rack",
+        "RUNNING",
+        (),
+        Resources(8, 8192),
+        Resources(0, 0),
+        0,
     )
     return ClusterSnapshot(taken_ms, rm_url, info, metrics, qs, apps, (node,))
 

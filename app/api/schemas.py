@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 
 def ms_to_dt(ms: int | None) -> dt.datetime | None:
-    """Epoch milliseconds to an aware UTC datetime (``None`` stays ``None``; RM uses 0 for unset)."""
+    """Epoch ms to an aware UTC datetime; ``None`` and the RM's 0 (unset) give ``None``."""
     if not ms:
         return None
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
@@ -89,7 +89,9 @@ class AppOut(BaseModel):
 
 class AppPage(BaseModel):
     items: list[AppOut]
-    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null at the end.")
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next page; null at the end."
+    )
 
 
 class ErrorOut(BaseModel):

@@ -8,7 +8,7 @@ per poll; decisions are the audit trail of everything the policies decided.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -39,7 +39,7 @@ class Base(DeclarativeBase):
     """Declarative base carrying the naming convention."""
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class Cluster(Base):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, and_, func, insert, or_, select
+from sqlalchemy import and_, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -127,9 +127,7 @@ def _app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
     }
 
 
-def upsert_apps(
-    session: Session, cluster_id: int, apps: Sequence[AppRecord], now_ms: int
-) -> int:
+def upsert_apps(session: Session, cluster_id: int, apps: Sequence[AppRecord], now_ms: int) -> int:
     """Insert new applications and update known ones in one statement per dialect.
 
     Idempotent: polling the same apps again, or after a restart, never duplicates a row; the
@@ -147,7 +145,9 @@ def upsert_apps(
         stmt = sqlite.insert(Application).values(rows)
     else:  # pragma: no cover - only the two supported engines reach here
         raise NotImplementedError(f"upsert not implemented for {dialect}")
-    updatable = {k: getattr(stmt.excluded, k) for k in rows[0] if k not in ("app_id", "first_seen_ms")}
+    updatable = {
+        k: getattr(stmt.excluded, k) for k in rows[0] if k not in ("app_id", "first_seen_ms")
+    }
     session.execute(stmt.on_conflict_do_update(index_elements=["app_id"], set_=updatable))
     return len(rows)
 
@@ -270,9 +270,11 @@ def list_apps(
     session: Session, flt: AppFilter, limit: int, cursor: str | None
 ) -> tuple[list[Application], str | None]:
     """Applications newest first (by submission time, then id), keyset-paginated."""
-    stmt: Select[tuple[Application]] = select(Application)
+    stmt = select(Application)
     if flt.queue:
-        stmt = stmt.where(or_(Application.queue == flt.queue, Application.queue.like(f"%.{flt.queue}")))
+        stmt = stmt.where(
+            or_(Application.queue == flt.queue, Application.queue.like(f"%.{flt.queue}"))
+        )
     if flt.user:
         stmt = stmt.where(Application.user == flt.user)
     if flt.state:

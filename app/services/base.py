@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -52,7 +53,10 @@ class LoopService(abc.ABC):
         took = time.monotonic() - started
         if took > self.interval_s:
             self.log.warning(
-                "%s tick took %.1fs, longer than its %.1fs interval", self.name, took, self.interval_s
+                "%s tick took %.1fs, longer than its %.1fs interval",
+                self.name,
+                took,
+                self.interval_s,
             )
 
     async def start(self, loops: int | None = None) -> None:
@@ -66,10 +70,8 @@ class LoopService(abc.ABC):
             if loops is not None and done >= loops:
                 break
             delay = max(0.0, self.interval_s - (time.monotonic() - started))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=delay)
-            except TimeoutError:
-                pass
 
     def stop(self) -> None:
         """Ask the loop to finish after the current tick (interruptible sleep)."""

@@ -32,9 +32,7 @@ class SnapshotSource(Protocol):
     @property
     def active_url(self) -> str | None: ...
 
-    async def snapshot(
-        self, now_ms: int, *, finished_since_ms: int | None
-    ) -> ClusterSnapshot: ...
+    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,10 +47,20 @@ def _seed(db: Db) -> None:
             s,
             cid,
             [
-                app("application_1_0001", queue="root.etl", submitted_ms=1_700_000_000_000,
-                    tags=("deadline:1700000600",)),
-                app("application_1_0002", queue="root.adhoc", submitted_ms=1_700_000_100_000,
-                    state="FINISHED", finished_ms=1_700_000_200_000, vcore_seconds=9),
+                app(
+                    "application_1_0001",
+                    queue="root.etl",
+                    submitted_ms=1_700_000_000_000,
+                    tags=("deadline:1700000600",),
+                ),
+                app(
+                    "application_1_0002",
+                    queue="root.adhoc",
+                    submitted_ms=1_700_000_100_000,
+                    state="FINISHED",
+                    finished_ms=1_700_000_200_000,
+                    vcore_seconds=9,
+                ),
             ],
             now_ms=1_700_000_300_000,
         )
@@ -99,7 +109,9 @@ async def test_queues_latest_and_since(api: tuple[httpx.AsyncClient, FastAPI], d
     assert bad.status_code == 422 and "since" in bad.text
 
 
-async def test_apps_filters_pages_and_errors(api: tuple[httpx.AsyncClient, FastAPI], db: Db) -> None:
+async def test_apps_filters_pages_and_errors(
+    api: tuple[httpx.AsyncClient, FastAPI], db: Db
+) -> None:
     client, _ = api
     _seed(db)
     page = (await client.get("/apps", params={"limit": 1})).json()
@@ -111,7 +123,9 @@ async def test_apps_filters_pages_and_errors(api: tuple[httpx.AsyncClient, FastA
     assert [a["app_id"] for a in by_tag] == ["application_1_0001"]
     finished = (await client.get("/apps", params={"state": "finished"})).json()["items"]
     assert [a["vcore_seconds"] for a in finished] == [9]
-    assert (await client.get("/apps", params={"queue": "etl"})).json()["items"][0]["queue"] == "root.etl"
+    assert (await client.get("/apps", params={"queue": "etl"})).json()["items"][0][
+        "queue"
+    ] == "root.etl"
     one = await client.get("/apps/application_1_0002")
     assert one.status_code == 200 and one.json()["finished_at"].startswith("2023-11-14T22:16:40")
     missing = await client.get("/apps/application_9_9999")

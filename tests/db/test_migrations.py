@@ -1,4 +1,4 @@
-"""Migrations: one head, empty -> head on both engines, models == migrations, downgrade with data."""
+"""Migrations: one head, empty -> head on both engines, models match, downgrade with data."""
 
 from __future__ import annotations
 

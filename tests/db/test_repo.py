@@ -54,8 +54,13 @@ def test_latest_queue_state_and_history(db: Db) -> None:
 def test_app_filters_and_cursor_pagination(db: Db) -> None:
     cid = _cluster(db)
     apps = [
-        app(f"application_1_{i:04d}", submitted_ms=1000 + (i // 2) * 10, queue="root.etl" if i % 2 else "root.adhoc",
-            tags=("deadline:99",) if i % 3 == 0 else (), user="bob" if i < 5 else "alice")
+        app(
+            f"application_1_{i:04d}",
+            submitted_ms=1000 + (i // 2) * 10,
+            queue="root.etl" if i % 2 else "root.adhoc",
+            tags=("deadline:99",) if i % 3 == 0 else (),
+            user="bob" if i < 5 else "alice",
+        )
         for i in range(12)
     ]
     with transaction(db.sessions) as s:

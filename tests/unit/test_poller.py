@@ -103,7 +103,9 @@ def test_backoff_is_capped() -> None:
         assert poller.backoff_s() == expected
 
 
-async def test_loop_keeps_running_when_a_tick_raises(db: Db, caplog: pytest.LogCaptureFixture) -> None:
+async def test_loop_keeps_running_when_a_tick_raises(
+    db: Db, caplog: pytest.LogCaptureFixture
+) -> None:
     class Exploding(ScriptedRM):
         async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
             raise RuntimeError("bug in a dependency")

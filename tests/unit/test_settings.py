@@ -38,7 +38,12 @@ def test_env_names_are_public_interface(monkeypatch: pytest.MonkeyPatch) -> None
     s = load_settings()
     assert s.rm_urls == ("http://rm1:8088", "http://rm2:8088")
     assert s.effective_database_url == "postgresql://u@db/sidecar"
-    assert (s.poll_interval_s, s.mode, s.api_host, s.api_port) == (2.5, Mode.ENFORCE, "0.0.0.0", 9001)
+    assert (s.poll_interval_s, s.mode, s.api_host, s.api_port) == (
+        2.5,
+        Mode.ENFORCE,
+        "0.0.0.0",
+        9001,
+    )
     assert s.log_format.value == "json"
 
 
@@ -74,7 +79,9 @@ def test_config_file_is_read_and_environment_wins(
     assert s.poll_interval_s == 5
 
 
-def test_config_file_errors_name_file_and_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_file_errors_name_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = tmp_path / "sidecar.env"
     cfg.write_text("YARN_SIDECAR_MODE=observe\nnot a setting line\n")
     monkeypatch.setenv("YARN_SIDECAR_CONFIG_FILE", str(cfg))

@@ -15,7 +15,16 @@ from app.db.models import Application
 
 router = APIRouter(tags=["apps"])
 
-APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
+APP_STATES = (
+    "NEW",
+    "NEW_SAVING",
+    "SUBMITTED",
+    "ACCEPTED",
+    "RUNNING",
+    "FINISHED",
+    "FAILED",
+    "KILLED",
+)
 
 
 def app_out(row: Application) -> AppOut:
@@ -55,7 +64,9 @@ def list_apps(
     state: Annotated[
         str | None, Query(description=f"One of {', '.join(APP_STATES)} (case-insensitive).")
     ] = None,
-    tag: Annotated[str | None, Query(description="Application tag (YARN lower-cases tags).")] = None,
+    tag: Annotated[
+        str | None, Query(description="Application tag (YARN lower-cases tags).")
+    ] = None,
     submitted_from: Annotated[dt.datetime | None, Query(description="ISO 8601, inclusive.")] = None,
     submitted_to: Annotated[dt.datetime | None, Query(description="ISO 8601, exclusive.")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -89,5 +100,7 @@ def get_app(
     """One recorded application."""
     row = repo.get_app(session, app_id)
     if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"app_id: no application {app_id!r} recorded")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"app_id: no application {app_id!r} recorded"
+        )
     return app_out(row)
