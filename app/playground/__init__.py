@@ -42,9 +42,7 @@ def load_scenario(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}"
-        ) from exc
+        raise ScenarioError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise ScenarioError(str(path), "a scenario must be a JSON object")
     return data
@@ -53,7 +51,9 @@ def load_scenario(path: Path) -> dict[str, Any]:
 def _module_for(scenario: Mapping[str, Any]) -> _ScenarioModule:
     policy = scenario.get("policy")
     if not isinstance(policy, str) or policy not in _MODULES:
-        raise ScenarioError("policy", f"must be one of {', '.join(sorted(_MODULES))}, got {policy!r}")
+        raise ScenarioError(
+            "policy", f"must be one of {', '.join(sorted(_MODULES))}, got {policy!r}"
+        )
     module = importlib.import_module(f"app.playground.{_MODULES[policy]}")
     return cast(_ScenarioModule, module)
 

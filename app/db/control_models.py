@@ -1,0 +1,3 @@
+"""Models of the control loop (issue 5): policy configuration, LTRF ledger, pushed configuration."""
+
+from __future__ import annotations
