@@ -47,6 +47,8 @@ class ParamSpec:
             if self.kind is int and int(value) != value:
                 raise PolicyError(where, f"must be a whole number, got {value!r}")
             num = self.kind(value)
+            if num != num or num in (float("inf"), float("-inf")):
+                raise PolicyError(where, f"must be a finite number, got {value!r}")
             if self.minimum is not None and (
                 num < self.minimum or (self.exclusive_minimum and num == self.minimum)
             ):

@@ -29,3 +29,10 @@ def test_parameters_validate_with_defaults_and_named_errors() -> None:
     with pytest.raises(PolicyError) as unknown:
         ltrf.validate({"discnt": 0.5})
     assert unknown.value.field == "discnt"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), True, "0.5"])
+def test_non_finite_or_non_numeric_parameters_are_refused(bad: object) -> None:
+    with pytest.raises(PolicyError) as exc:
+        registry.lookup("ltrf").validate({"discount": bad})
+    assert exc.value.field == "discount"
