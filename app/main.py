@@ -11,7 +11,7 @@ import httpx
 from fastapi import FastAPI
 
 import app as app_pkg
-from app.api.routes import apps, health, queues
+from app.api.routes import apps, dashboard, health, metrics, queues
 from app.api.state import SidecarState
 from app.db.session import make_engine, make_session_factory
 from app.services.poller import Poller
@@ -70,7 +70,7 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
     )
-    for router in (health.router, queues.router, apps.router):
+    for router in (health.router, queues.router, apps.router, metrics.router, dashboard.router):
         api.include_router(router)
     return api
 

@@ -142,3 +142,31 @@ async def test_docs_are_served(api: tuple[httpx.AsyncClient, FastAPI]) -> None:
     client, _ = api
     assert (await client.get("/docs")).status_code == 200
     assert "/apps/{app_id}" in (await client.get("/openapi.json")).json()["paths"]
+
+
+async def test_metrics_expose_poller_and_queue_gauges(
+    api: tuple[httpx.AsyncClient, FastAPI], db: Db
+) -> None:
+    client, fastapi_app = api
+    _seed(db)
+    poller = _state(fastapi_app).poller
+    assert poller is not None
+    poller.last_good_poll_ms = int(time.time() * 1000) - 2_000
+    r = await client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    lines = r.text.splitlines()
+    assert 'yarn_sidecar_queue_used_vcores{queue="root.etl"} 2' in lines
+    assert 'yarn_sidecar_apps_recorded{state="FINISHED"} 1' in lines
+    age = next(float(x.split()[1]) for x in lines if x.startswith("yarn_sidecar_last_good_poll"))
+    assert 1.5 <= age < 60
+    # Every sample line belongs to a declared family (Prometheus text format).
+    declared = {x.split()[2] for x in lines if x.startswith("# TYPE")}
+    assert all(x.split("{")[0].split()[0] in declared for x in lines if not x.startswith("#"))
+
+
+async def test_dashboard_page_reads_the_json_api(api: tuple[httpx.AsyncClient, FastAPI]) -> None:
+    client, _ = api
+    r = await client.get("/dashboard")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    for path in ('getJson("ready")', 'getJson("queues")', "apps?limit=15"):
+        assert path in r.text
