@@ -6,6 +6,10 @@ sidecar was down is still recorded, as long as the RM retains it
 (``yarn.resourcemanager.max-completed-applications``, default 1000). An RM that is down or answers
 garbage makes the tick fail softly: it is recorded, the poller backs off exponentially (capped), and
 ``/ready`` reports the age of the last good poll.
+
+The finished window reaches ``FINISHED_GRACE_MS`` behind the watermark: a real 3.5.0 RM keeps
+accruing ``vcoreSeconds`` for a few seconds after an app turns FINISHED (its AM container is still
+exiting), so apps are re-read, and their accounting corrected, until the grace has passed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from app.db.session import transaction
 from app.domain.model import ClusterSnapshot
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError
+
+# Long enough for the AM container's exit to be accounted, short enough to keep the query cheap.
+FINISHED_GRACE_MS = 120_000
 
 
 class SnapshotSource(Protocol):
@@ -87,7 +94,8 @@ class Poller(LoopService):
         started = time.monotonic()
         try:
             watermark = await asyncio.to_thread(self._load_watermark, now_ms)
-            snap = await self.source.snapshot(now_ms, finished_since_ms=watermark)
+            since = max(0, watermark - FINISHED_GRACE_MS) if watermark else 0
+            snap = await self.source.snapshot(now_ms, finished_since_ms=since)
             summary = await asyncio.to_thread(self._persist, snap, watermark, now_ms, started)
         except (RMError, SQLAlchemyError) as exc:
             summary = await self._fail(now_ms, exc, started)

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from app.db.models import Application, Cluster, NodeSample, PollRecord, QueueSample
 from app.domain.model import ClusterSnapshot
-from app.services.poller import Poller
+from app.services.poller import FINISHED_GRACE_MS, Poller
 from app.yarn.errors import RMProtocolError, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app, snapshot
@@ -45,7 +45,9 @@ def _count(db: Db, model: type) -> int:
 async def test_repeated_polls_and_restart_never_duplicate_and_never_miss(db: Db) -> None:
     a1 = app("application_1_0001")
     a2 = app("application_1_0002")
-    a1_done = app("application_1_0001", state="FINISHED", finished_ms=50_000, vcore_seconds=7)
+    a1_done = app("application_1_0001", state="FINISHED", finished_ms=500_000, vcore_seconds=7)
+    # The RM's accounting of a1 grows once more while its AM container exits.
+    a1_settled = app("application_1_0001", state="FINISHED", finished_ms=500_000, vcore_seconds=8)
     first = ScriptedRM([snapshot(10_000, (a1, a2)), snapshot(20_000, (a1, a2))])
     poller = _poller(db, first)
     await poller.poll(10_000)
@@ -53,16 +55,17 @@ async def test_repeated_polls_and_restart_never_duplicate_and_never_miss(db: Db)
     assert first.asked_since == [0, 0]
     # The sidecar restarts; meanwhile a1 finished. A new poller (fresh process state) asks for
     # apps finished since the stored watermark and records a1's end.
-    second = ScriptedRM([snapshot(60_000, (a2, a1_done)), snapshot(70_000, (a2, a1_done))])
+    second = ScriptedRM([snapshot(600_000, (a2, a1_done)), snapshot(700_000, (a2, a1_settled))])
     restarted = _poller(db, second)
-    s1 = await restarted.poll(60_000)
-    s2 = await restarted.poll(70_000)
-    assert second.asked_since == [0, 50_000]
-    assert s1.ok and s2.ok and s2.watermark_ms == 50_000
+    s1 = await restarted.poll(600_000)
+    s2 = await restarted.poll(700_000)
+    # The finished window reaches the grace period behind the watermark.
+    assert second.asked_since == [0, 500_000 - FINISHED_GRACE_MS]
+    assert s1.ok and s2.ok and s2.watermark_ms == 500_000
     assert _count(db, Application) == 2
     with db.sessions() as s:
         row = s.get(Application, "application_1_0001")
-        assert row is not None and row.state == "FINISHED" and row.vcore_seconds == 7
+        assert row is not None and row.state == "FINISHED" and row.vcore_seconds == 8
     # Samples are history: one per queue/node per poll.
     assert _count(db, QueueSample) == 4 * 5
     assert _count(db, NodeSample) == 4

@@ -13,7 +13,7 @@ import httpx
 from sqlalchemy import func, select
 
 from app.db.models import Application, Queue
-from app.services.poller import Poller
+from app.services.poller import FINISHED_GRACE_MS, Poller
 from app.yarn.client import RMClient
 from tests.conftest import Db
 
@@ -66,9 +66,9 @@ async def test_poller_records_recorded_rm_apps_through_their_life(db: Db) -> Non
         second = await poller.poll(2_000)
         third = await poller.poll(3_000)
     assert first.ok and second.ok and third.ok, (first, second, third)
-    # The finished window starts at the stored watermark: 0, 0, then the newest finish time.
+    # The finished window starts at the watermark (less the grace): 0, 0, then newest - grace.
     assert rm.finished_begin[:2] == ["0", "0"]
-    assert rm.finished_begin[2] == str(max(finish_times))
+    assert rm.finished_begin[2] == str(max(finish_times) - FINISHED_GRACE_MS)
     with db.sessions() as s:
         rows = list(s.scalars(select(Application).order_by(Application.app_id)))
         assert len(rows) == len(finish_times) == 4
