@@ -24,6 +24,8 @@ _MODULES: dict[str, str] = {
     "rrf": "rrf",
     "justice": "justice",
     "pythia": "justice",
+    "hybridmr": "hybridmr",
+    "prism": "prism",
 }
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from app.policies import fawkes, justice, ltrf, rrf
+from app.policies import fawkes, hybridmr, justice, ltrf, prism, rrf
 from app.policies.base import PolicyError, PolicySpec
 
-_MODULES = (fawkes, ltrf, rrf, justice)
+_MODULES = (fawkes, ltrf, rrf, justice, hybridmr, prism)
 
 
 def _collect() -> Mapping[str, PolicySpec]:
@@ -31,7 +31,8 @@ POLICIES: Mapping[str, PolicySpec] = _collect()
 
 
 def names(kind: str | None = None) -> list[str]:
-    """Registered policy names, optionally of one kind (``queue`` or ``admission``)."""
+    """Registered policy names, optionally of one kind (``queue``, ``admission``, ``placement``
+    or ``task``)."""
     return sorted(n for n, s in POLICIES.items() if kind is None or s.kind == kind)
 
 

@@ -36,3 +36,8 @@ def test_non_finite_or_non_numeric_parameters_are_refused(bad: object) -> None:
     with pytest.raises(PolicyError) as exc:
         registry.lookup("ltrf").validate({"discount": bad})
     assert exc.value.field == "discount"
+
+
+def test_placement_and_task_policies_are_registered() -> None:
+    assert registry.names("placement") == ["hybridmr"]
+    assert registry.names("task") == ["prism"]
