@@ -36,3 +36,6 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # One line per RM request or scheduler run would drown the sidecar's own messages.
+    for chatty in ("httpx", "httpcore", "apscheduler"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
