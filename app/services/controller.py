@@ -1,0 +1,499 @@
+"""The queue controller (issue 5): every ``policy_interval_s`` it turns live RM state into queue
+capacities (``style.md``, "The tick": observe -> persist -> decide -> plan -> actuate -> record).
+
+One tick:
+
+1. configuration: the settings overlaid with the operator's ``PUT /policy`` (persisted);
+   ``observe`` stops here and records nothing; ``static`` records a skip;
+2. staleness: no decision when the last good poll is older than three poll intervals;
+3. live configuration of the managed parent's children, read from the RM now (never from the DB);
+4. inputs: interval averages from the stored samples (``app.services.policy_inputs``); the LTRF
+   ledger integrated from measured usage up to the newest poll;
+5. decide (``app.control.decide``) and plan (``app.control.plan``: exact 100.00, bounds,
+   hysteresis, step limit);
+6. drift: the live values against the last push the RM accepted (or the operator's accepted
+   baseline), via the configuration version and a value comparison;
+7. actuate in ``enforce`` mode only (``app.yarn.actuator``: validate, one PUT, read back, restore);
+8. record one decision with inputs, shares, plan, what was pushed and the RM's answer; the
+   policy state, the ledger and the push are committed in the same transaction.
+
+A tick that fails is recorded as such (RM unreachable, policy error) and the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.control import config as control_config
+from app.control.config import STATIC, ControlConfig
+from app.control.decide import PolicyOutcome, run_policy
+from app.control.drift import differences
+from app.control.inputs import PolicyInputs
+from app.control.ledger import LedgerStep, integrate
+from app.control.plan import Limits, Plan, absolute_plan, percent_plan, unchanged
+from app.db import control_repo, repo
+from app.db.control_models import ConfigPush
+from app.db.models import Decision
+from app.db.session import transaction
+from app.policies import ltrf
+from app.policies.base import PolicyError
+from app.services.base import Clock, LoopService, wall_clock_ms
+from app.services.policy_inputs import load_inputs, load_polls
+from app.yarn.actuator import Actuator, LiveConfig, PushResult
+from app.yarn.errors import RMError
+
+KIND = "queue"
+LEDGER_STATE = "ltrf-ledger"
+STALE_POLLS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a tick knows before asking the RM: cluster, configuration, freshness of the data."""
+
+    cluster_id: int
+    cfg: ControlConfig
+    source: str
+    last_good_poll_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Everything a tick computed; nothing of it is stored yet (``preview`` stops here)."""
+
+    ctx: Context
+    now_ms: int
+    live: LiveConfig
+    inputs: PolicyInputs
+    outcome: PolicyOutcome
+    plan: Plan
+    ledger: LedgerStep | None
+    ledger_before: Mapping[str, Any]
+    state_before: Mapping[str, Any]
+    drift: Mapping[str, Any]
+    baseline: Mapping[str, Any] | None
+
+    @property
+    def drift_blocks(self) -> bool:
+        """Drift is never overwritten silently: only with ``allow_drift_overwrite``."""
+        return bool(self.drift) and not self.ctx.cfg.allow_drift_overwrite
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    """What one tick did (returned to tests and the CLI)."""
+
+    status: str
+    reason: str
+    decision_id: int | None = None
+    pushed: Mapping[str, Mapping[str, str]] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Controller(LoopService):
+    """Decide and (in enforce mode) push queue capacities every interval."""
+
+    name = "controller"
+
+    def __init__(
+        self,
+        actuator: Actuator,
+        sessions: sessionmaker[Session],
+        *,
+        defaults: ControlConfig,
+        cluster_name: str,
+        rm_urls: tuple[str, ...],
+        poll_interval_s: float,
+        clock: Clock = wall_clock_ms,
+    ) -> None:
+        super().__init__(defaults.interval_s, clock)
+        self.actuator = actuator
+        self.sessions = sessions
+        self.defaults = defaults
+        self.cluster_name = cluster_name
+        self.rm_urls = rm_urls
+        self.poll_interval_s = poll_interval_s
+        self._lock = asyncio.Lock()
+        self.last_report: TickReport | None = None
+
+    async def run_once(self, now_ms: int) -> None:
+        self.last_report = await self.control(now_ms)
+
+    # --- configuration ----------------------------------------------------------------------
+
+    def load_context(self, session: Session, now_ms: int) -> Context:
+        """The cluster row and the effective configuration (operator overrides win)."""
+        cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
+        row = control_repo.get_control_config(session, cluster.id)
+        cfg, source = self.defaults, "settings"
+        if row is not None:
+            try:
+                cfg = control_config.overlay(self.defaults, stored_changes(row))
+                source = "operator"
+            except PolicyError:
+                # A stored override no longer valid (e.g. a policy renamed): settings win.
+                self.log.exception("stored policy configuration is invalid; using settings")
+        return Context(cluster.id, cfg, source, cluster.last_good_poll_ms)
+
+    async def set_policy(self, changes: Mapping[str, Any], now_ms: int) -> ControlConfig:
+        """``PUT /policy``: validate, persist, record a decision; ``accept_drift`` makes the live
+        configuration the new baseline. ``PolicyError`` names the offending field."""
+        accept = bool(changes.get("accept_drift", False))
+        rest = {k: v for k, v in changes.items() if k != "accept_drift"}
+        async with self._lock:
+            live = await self.actuator.read_live(self.defaults.managed_parent) if accept else None
+            return await asyncio.to_thread(self._save_policy, rest, live, now_ms)
+
+    def _save_policy(
+        self, changes: Mapping[str, Any], live: LiveConfig | None, now_ms: int
+    ) -> ControlConfig:
+        with transaction(self.sessions) as session:
+            ctx = self.load_context(session, now_ms)
+            cfg = control_config.overlay(ctx.cfg, changes)
+            control_repo.save_control_config(session, ctx.cluster_id, cfg.to_dict(), now_ms)
+            if live is not None:
+                control_repo.add_push(session, _baseline_row(ctx.cluster_id, live, now_ms))
+            reason = "operator changed " + ", ".join(sorted(changes) or ["nothing"])
+            if live is not None:
+                reason += "; live configuration accepted as the drift baseline"
+            repo.add_decision(
+                session,
+                Decision(
+                    cluster_id=ctx.cluster_id,
+                    created_ms=now_ms,
+                    kind="policy",
+                    policy=cfg.policy,
+                    mode=cfg.mode,
+                    params=cfg.to_dict(),
+                    inputs={"previous": ctx.cfg.to_dict(), "changes": dict(changes)},
+                    outputs={"config": cfg.to_dict()},
+                    status="changed",
+                    reason=reason,
+                ),
+            )
+        return cfg
+
+    def current(self, now_ms: int) -> Context:
+        """The effective configuration now (``GET /policy``)."""
+        with transaction(self.sessions) as session:
+            return self.load_context(session, now_ms)
+
+    # --- the tick ---------------------------------------------------------------------------
+
+    async def control(self, now_ms: int) -> TickReport:
+        """One tick as of ``now_ms``; returns what it did (also recorded as a decision)."""
+        async with self._lock:
+            ctx = await asyncio.to_thread(self.current, now_ms)
+            early = self._early_exit(ctx, now_ms)
+            if early is not None:
+                return await self._record_skip(ctx, now_ms, *early)
+            try:
+                work = await self.prepare(ctx, now_ms)
+            except RMError as exc:
+                return await self._record_skip(ctx, now_ms, "rm_error", exc.message)
+            except PolicyError as exc:
+                return await self._record_skip(ctx, now_ms, "policy_error", str(exc))
+            result = await self._actuate(work)
+            return await asyncio.to_thread(self._commit, work, result)
+
+    def _early_exit(self, ctx: Context, now_ms: int) -> tuple[str, str] | None:
+        if ctx.cfg.mode == "observe":
+            return "observe", "observe mode decides nothing"
+        if ctx.cfg.policy == STATIC:
+            return "static", "the static policy leaves the queues as configured"
+        limit_ms = int(STALE_POLLS * self.poll_interval_s * 1000)
+        if ctx.last_good_poll_ms is None:
+            return "stale", "no good poll yet"
+        age = now_ms - ctx.last_good_poll_ms
+        if age > limit_ms:
+            return "stale", f"last good poll {age / 1000:.0f}s ago (> {limit_ms / 1000:.0f}s)"
+        return None
+
+    async def prepare(self, ctx: Context, now_ms: int) -> Work:
+        """Observe, decide and plan without storing anything (``POST /policy/preview`` too)."""
+        live = await self.actuator.read_live(ctx.cfg.managed_parent)
+        return await asyncio.to_thread(self._decide, ctx, live, now_ms)
+
+    def _decide(self, ctx: Context, live: LiveConfig, now_ms: int) -> Work:
+        cfg = ctx.cfg
+        queues = sorted(live.values)
+        with self.sessions() as session:
+            inputs = load_inputs(session, ctx.cluster_id, queues, now_ms, cfg.interval_s)
+            ledger_before = control_repo.load_policy_state(session, ctx.cluster_id, LEDGER_STATE)
+            ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)
+            state = control_repo.load_policy_state(session, ctx.cluster_id, cfg.policy)
+            baseline_row = control_repo.last_baseline(session, ctx.cluster_id, live.parent)
+            baseline = _baseline_json(baseline_row) if baseline_row is not None else None
+        ledger_state = ledger.state if ledger else ltrf.LtrfState.from_dict(ledger_before)
+        outcome = run_policy(cfg, inputs, queues, state, ledger_state)
+        plan = self._plan(cfg, outcome, live, inputs)
+        drift = _drift(baseline, live)
+        return Work(
+            ctx, now_ms, live, inputs, outcome, plan, ledger, ledger_before, state, drift, baseline
+        )
+
+    def _ledger(
+        self,
+        session: Session,
+        ctx: Context,
+        queues: Sequence[str],
+        before: Mapping[str, Any],
+        now_ms: int,
+    ) -> LedgerStep | None:
+        cursor = control_repo.ledger_cursor(session, ctx.cluster_id)
+        since = cursor if cursor is not None else now_ms - int(ctx.cfg.interval_s * 1000)
+        polls = load_polls(session, ctx.cluster_id, queues, since, now_ms)
+        discount = float(ctx.cfg.params.get("discount", 1.0)) if ctx.cfg.policy == "ltrf" else 1.0
+        weights = {q: ctx.cfg.weight(q) for q in queues}
+        max_gap = int(STALE_POLLS * self.poll_interval_s * 1000)
+        state = ltrf.LtrfState.from_dict(before)
+        return integrate(state, polls, weights, discount, max_gap)
+
+    def _plan(
+        self, cfg: ControlConfig, outcome: PolicyOutcome, live: LiveConfig, inputs: PolicyInputs
+    ) -> Plan:
+        if outcome.amounts is not None:
+            total = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
+            return absolute_plan(
+                outcome.amounts,
+                live.values,
+                total,
+                cfg.max_step_pp / 100,
+                cfg.min_change_pp / 100,
+            )
+        if outcome.shares is None:
+            return unchanged(live.values, outcome.note or "the policy decided no shares")
+        limits = Limits(
+            bounds=cfg.bounds,
+            max_step_h=round(cfg.max_step_pp * 100),
+            min_change_h=round(cfg.min_change_pp * 100) if outcome.min_change_applies else 0,
+        )
+        return percent_plan(outcome.shares, live.values, limits)
+
+    async def _actuate(self, work: Work) -> PushResult | None:
+        cfg = work.ctx.cfg
+        if cfg.mode != "enforce" or not work.plan.push or work.drift_blocks:
+            return None
+        return await self.actuator.push(
+            cfg.managed_parent, work.plan.changes(), work.plan.previous(), work.live.version
+        )
+
+    # --- recording --------------------------------------------------------------------------
+
+    def _commit(self, work: Work, result: PushResult | None) -> TickReport:
+        status, reason = outcome_status(work, result)
+        cfg, cid = work.ctx.cfg, work.ctx.cluster_id
+        with transaction(self.sessions) as session:
+            decision = repo.add_decision(
+                session,
+                Decision(
+                    cluster_id=cid,
+                    created_ms=work.now_ms,
+                    kind=KIND,
+                    policy=cfg.policy,
+                    mode=cfg.mode,
+                    params=cfg.to_dict(),
+                    inputs=audit_inputs(work),
+                    outputs=audit_outputs(work, result),
+                    pushed=work.plan.changes() if result is not None else None,
+                    status=status,
+                    rm_response=result.message if result is not None else None,
+                    reason=reason,
+                ),
+            )
+            if work.outcome.state is not None:
+                control_repo.save_policy_state(
+                    session, cid, cfg.policy, dict(work.outcome.state), work.now_ms
+                )
+            if work.ledger is not None:
+                control_repo.add_ledger_rows(session, cid, work.ledger.rows)
+                control_repo.save_policy_state(
+                    session, cid, LEDGER_STATE, work.ledger.state.to_dict(), work.now_ms
+                )
+            if result is not None:
+                control_repo.add_push(session, _push_row(work, result, decision.id))
+        pushed = work.plan.changes() if result is not None and result.applied else None
+        return TickReport(status, reason, decision.id, pushed)
+
+    async def _record_skip(self, ctx: Context, now_ms: int, status: str, reason: str) -> TickReport:
+        if status == "observe":
+            return TickReport(status, reason)
+        decision_id = await asyncio.to_thread(self._store_skip, ctx, now_ms, status, reason)
+        return TickReport(status, reason, decision_id)
+
+    def _store_skip(self, ctx: Context, now_ms: int, status: str, reason: str) -> int:
+        with transaction(self.sessions) as session:
+            row = repo.add_decision(
+                session,
+                Decision(
+                    cluster_id=ctx.cluster_id,
+                    created_ms=now_ms,
+                    kind=KIND,
+                    policy=ctx.cfg.policy,
+                    mode=ctx.cfg.mode,
+                    params=ctx.cfg.to_dict(),
+                    inputs={"last_good_poll_ms": ctx.last_good_poll_ms},
+                    outputs={},
+                    status=status,
+                    reason=reason,
+                ),
+            )
+            return row.id
+
+    async def preview(self, now_ms: int, changes: Mapping[str, Any] | None) -> dict[str, Any]:
+        """What a tick would decide now (optionally under changed settings); stores nothing."""
+        ctx = await asyncio.to_thread(self.current, now_ms)
+        if changes:
+            ctx = Context(
+                ctx.cluster_id,
+                control_config.overlay(ctx.cfg, changes),
+                "preview",
+                ctx.last_good_poll_ms,
+            )
+        early = self._early_exit(ctx, now_ms)
+        if early is not None and early[0] != "observe":
+            return {"status": early[0], "reason": early[1], "config": ctx.cfg.to_dict()}
+        work = await self.prepare(ctx, now_ms)
+        status, reason = outcome_status(work, None)
+        if ctx.cfg.mode == "enforce" and work.plan.push and not work.drift_blocks:
+            status, reason = "would_push", "enforce mode would push these changes now"
+        return {
+            "status": status,
+            "reason": reason,
+            "config": ctx.cfg.to_dict(),
+            "inputs": audit_inputs(work),
+            "outputs": audit_outputs(work, None),
+            "changes": work.plan.changes() if work.plan.push else {},
+        }
+
+
+# --- pure helpers of the recording ------------------------------------------------------------
+
+
+def stored_changes(row: Any) -> dict[str, Any]:
+    """A ``control_configs`` row as ``overlay`` changes."""
+    limits = dict(row.limits or {})
+    out: dict[str, Any] = {
+        "policy": row.policy,
+        "params": dict(row.params or {}),
+        "mode": row.mode,
+        "bounds": dict(row.bounds or {}),
+    }
+    for key in ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite"):
+        if key in limits:
+            out[key] = limits[key]
+    return out
+
+
+def _drift(baseline: Mapping[str, Any] | None, live: LiveConfig) -> dict[str, Any]:
+    if baseline is None:
+        return {}
+    if live.version is not None and live.version == baseline.get("version"):
+        return {}  # nothing was written since our last push
+    diff = differences(baseline["values"], live.values)
+    if not diff:
+        return {}
+    return {
+        "queues": diff,
+        "baseline_version": baseline.get("version"),
+        "live_version": live.version,
+        "baseline_push_id": baseline.get("id"),
+    }
+
+
+def _baseline_json(row: ConfigPush) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "status": row.status,
+        "pushed_ms": row.pushed_ms,
+        "values": dict(row.values),
+        "version": row.version_after,
+    }
+
+
+def _baseline_row(cluster_id: int, live: LiveConfig, now_ms: int) -> ConfigPush:
+    return ConfigPush(
+        cluster_id=cluster_id,
+        pushed_ms=now_ms,
+        parent=live.parent,
+        values={q: dict(v) for q, v in live.values.items()},
+        previous={},
+        version_before=live.version,
+        version_after=live.version,
+        status="baseline",
+    )
+
+
+def _push_row(work: Work, result: PushResult, decision_id: int) -> ConfigPush:
+    return ConfigPush(
+        cluster_id=work.ctx.cluster_id,
+        decision_id=decision_id,
+        pushed_ms=work.now_ms,
+        parent=work.live.parent,
+        values=work.plan.expected(),
+        previous={q: dict(v) for q, v in work.live.values.items()},
+        version_before=result.version_before,
+        version_after=result.version_after,
+        status=result.status,
+    )
+
+
+PUSH_STATUS = {
+    "applied": "pushed",
+    "unverified": "pushed_unverified",
+    "rejected": "rejected",
+    "unavailable": "failed",
+    "reverted": "reverted",
+    "revert_failed": "revert_failed",
+}
+
+
+def outcome_status(work: Work, result: PushResult | None) -> tuple[str, str]:
+    """The decision's status and reason."""
+    if result is not None:
+        return PUSH_STATUS.get(result.status, result.status), result.message
+    if not work.plan.push:
+        return "no_change", work.plan.reason
+    if work.drift_blocks:
+        queues = ", ".join(sorted(work.drift["queues"]))
+        return "drift", (
+            f"configuration of {queues} was changed outside the sidecar; not overwritten "
+            "(set allow_drift_overwrite, or PUT /policy with accept_drift)"
+        )
+    return "advised", f"advise mode: would push ({work.plan.reason})"
+
+
+def audit_inputs(work: Work) -> dict[str, Any]:
+    """The inputs part of a decision: samples, live configuration, ledger, policy state."""
+    ledger = work.ledger
+    return {
+        "policy_inputs": work.inputs.to_dict(),
+        "live": work.live.to_dict(),
+        "last_good_poll_ms": work.ctx.last_good_poll_ms,
+        "config_source": work.ctx.source,
+        "policy_state_before": dict(work.state_before),
+        "ledger": {
+            "before": dict(work.ledger_before),
+            "after": ledger.state.to_dict() if ledger else None,
+            "interval": [ledger.start_ms, ledger.end_ms] if ledger else None,
+            "skipped_gaps_s": ledger.skipped_gaps_s if ledger else 0.0,
+            "rows": [r.to_dict() for r in ledger.rows] if ledger else [],
+        },
+        "baseline": dict(work.baseline) if work.baseline is not None else None,
+    }
+
+
+def audit_outputs(work: Work, result: PushResult | None) -> dict[str, Any]:
+    """The outputs part: the policy's numbers, the plan with reasons, drift, the push result."""
+    return {
+        "policy": work.outcome.to_dict(),
+        "plan": work.plan.to_dict(),
+        "drift": dict(work.drift),
+        "drift_overwritten": bool(work.drift) and result is not None,
+        "push": result.to_dict() if result is not None else None,
+    }

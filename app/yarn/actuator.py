@@ -1,0 +1,258 @@
+"""The only writer of the scheduler configuration (issue 5, point 2; ``style.md``: "one central
+actuator"; ``yarn.md`` section 5).
+
+``read_live`` reads what the RM holds now for the managed parent's children (the effective
+``/scheduler`` tree, overlaid with the stored ``/scheduler-conf`` strings when the store is
+mutable) and its configuration version. ``push`` applies a change set as ONE
+``PUT /scheduler-conf`` after ``POST /scheduler-conf/validate``, reads the result back and, if
+the RM holds anything but what was sent, restores the previous values with a second PUT.
+
+Failures follow ``app.yarn.errors``: ``RMUnavailable`` is retried with exponential backoff
+(before re-sending a PUT the configuration is read back, so a PUT that landed but whose answer was
+lost is not sent twice); ``RMRejected`` is final and its message (the RM's own text) is returned.
+The RM applies or reverts a mutation as a whole (``yarn.md`` 5.2), so a push is never half
+applied; the read-back makes sure of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from app.control.budget import format_hundredths, to_hundredths
+from app.control.drift import QueueValues, differences
+from app.domain.model import QueueState
+from app.yarn.errors import RMError, RMRejected, RMUnavailable
+from app.yarn.wire import SchedConfUpdate
+
+log = logging.getLogger("yarn_sidecar.actuator")
+
+CONF_PREFIX = "yarn.scheduler.capacity."
+KEYS = ("capacity", "maximum-capacity")
+_T = TypeVar("_T")
+
+
+class ConfClient(Protocol):
+    """What the actuator needs of ``RMClient``."""
+
+    async def scheduler(self) -> tuple[QueueState, ...]: ...
+
+    async def scheduler_conf(self) -> dict[str, str]: ...
+
+    async def scheduler_conf_version(self) -> int: ...
+
+    async def update_scheduler_conf(self, update: SchedConfUpdate) -> str: ...
+
+    async def validate_scheduler_conf(self, update: SchedConfUpdate) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LiveConfig:
+    """The managed parent's children as the RM holds them now."""
+
+    parent: str
+    queues: tuple[QueueState, ...]
+    values: Mapping[str, Mapping[str, str]]
+    version: int | None
+    conf_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the audit trail."""
+        return {
+            "parent": self.parent,
+            "version": self.version,
+            "values": {q: dict(v) for q, v in sorted(self.values.items())},
+            "conf_error": self.conf_error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    """What happened to one push. ``status``: applied, rejected (validation or PUT), unavailable
+    (retries exhausted; nothing applied), unverified (PUT answered, read-back failed), reverted
+    (read-back differed, previous values restored), revert_failed."""
+
+    status: str
+    message: str
+    attempts: int
+    version_before: int | None = None
+    version_after: int | None = None
+    readback: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    mismatches: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def applied(self) -> bool:
+        """True when the RM now holds exactly what was sent."""
+        return self.status == "applied"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the audit trail."""
+        return {
+            "status": self.status,
+            "message": self.message,
+            "attempts": self.attempts,
+            "version_before": self.version_before,
+            "version_after": self.version_after,
+            "readback": {q: dict(v) for q, v in sorted(self.readback.items())},
+            "mismatches": dict(self.mismatches),
+        }
+
+
+def children(queues: tuple[QueueState, ...], parent: str) -> tuple[QueueState, ...]:
+    """The direct children of ``parent`` in the RM's tree."""
+    return tuple(q for q in queues if q.parent == parent)
+
+
+def live_values(
+    queues: tuple[QueueState, ...], conf: Mapping[str, str] | None
+) -> dict[str, dict[str, str]]:
+    """``capacity``/``maximum-capacity`` per queue: the stored string when the mutable store has
+    one (it shows absolute ``[memory=..]`` values as written), else the effective percentage."""
+    out: dict[str, dict[str, str]] = {}
+    for q in queues:
+        effective = {
+            "capacity": format_hundredths(to_hundredths(q.capacity)),
+            "maximum-capacity": format_hundredths(to_hundredths(q.max_capacity)),
+        }
+        stored = conf or {}
+        out[q.path] = {k: stored.get(f"{CONF_PREFIX}{q.path}.{k}", effective[k]) for k in KEYS}
+    return out
+
+
+class Actuator:
+    """Applies capacity changes to the RM, safely; nothing else writes scheduler configuration."""
+
+    def __init__(
+        self,
+        client: ConfClient,
+        *,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.client = client
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._sleep = sleep
+
+    async def read_live(self, parent: str) -> LiveConfig:
+        """The managed parent's children now; ``RMError`` if the tree cannot be read."""
+        queues = children(await self.client.scheduler(), parent)
+        conf: dict[str, str] | None
+        conf_error = None
+        version: int | None
+        try:
+            conf = await self.client.scheduler_conf()
+            version = await self.client.scheduler_conf_version()
+        except RMRejected as exc:
+            # An immutable store (``file``) has no /scheduler-conf: still fine for advising.
+            conf, version, conf_error = None, None, exc.message
+        return LiveConfig(parent, queues, live_values(queues, conf), version, conf_error)
+
+    async def _retrying(self, call: Callable[[], Awaitable[_T]]) -> tuple[_T, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await call(), attempt
+            except RMUnavailable:
+                if attempt > self.retries:
+                    raise
+                await self._sleep(self.backoff_s * 2 ** (attempt - 1))
+
+    async def validate(self, changes: Mapping[str, Mapping[str, str]]) -> None:
+        """``POST /scheduler-conf/validate``; ``RMRejected`` with the RM's reason."""
+        update = SchedConfUpdate(update_queues=changes)
+        await self._retrying(lambda: self.client.validate_scheduler_conf(update))
+
+    async def push(
+        self,
+        parent: str,
+        changes: Mapping[str, Mapping[str, str]],
+        previous: Mapping[str, Mapping[str, str]],
+        version_before: int | None,
+    ) -> PushResult:
+        """Validate, PUT once, read back and verify; restore ``previous`` on a mismatch."""
+        try:
+            await self.validate(changes)
+        except RMRejected as exc:
+            return PushResult("rejected", f"validation: {exc.message}", 0, version_before)
+        except RMUnavailable as exc:
+            return PushResult("unavailable", f"validation: {exc.message}", 0, version_before)
+        try:
+            message, attempts = await self._put(parent, changes)
+        except RMRejected as exc:
+            return PushResult("rejected", exc.message, 1, version_before)
+        except RMUnavailable as exc:
+            return PushResult("unavailable", exc.message, self.retries + 1, version_before)
+        return await self._verify(parent, changes, previous, message, attempts, version_before)
+
+    async def _put(self, parent: str, changes: Mapping[str, Mapping[str, str]]) -> tuple[str, int]:
+        """One PUT; after a temporary failure, re-send only if the RM does not hold it yet."""
+        update = SchedConfUpdate(update_queues=changes)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self.client.update_scheduler_conf(update), attempt
+            except RMUnavailable:
+                if attempt > self.retries:
+                    raise
+                await self._sleep(self.backoff_s * 2 ** (attempt - 1))
+                if await self._holds(parent, changes):
+                    return "applied (the answer to an earlier attempt was lost)", attempt
+
+    async def _holds(self, parent: str, changes: QueueValues) -> bool:
+        try:
+            live = await self.read_live(parent)
+        except RMError:
+            return False
+        return not differences(changes, live.values)
+
+    async def _verify(
+        self,
+        parent: str,
+        changes: Mapping[str, Mapping[str, str]],
+        previous: Mapping[str, Mapping[str, str]],
+        message: str,
+        attempts: int,
+        version_before: int | None,
+    ) -> PushResult:
+        try:
+            live, _ = await self._retrying(lambda: self.read_live(parent))
+        except RMError as exc:
+            return PushResult(
+                "unverified",
+                f"{message}; read-back failed: {exc.message}",
+                attempts,
+                version_before,
+            )
+        mismatches = differences(changes, live.values)
+        if not mismatches:
+            return PushResult(
+                "applied", message, attempts, version_before, live.version, live.values
+            )
+        log.error("read-back differs from what was pushed, restoring: %s", mismatches)
+        status = await self._restore(previous)
+        return PushResult(
+            status,
+            f"{message}; read-back differs from the push",
+            attempts,
+            version_before,
+            live.version,
+            live.values,
+            mismatches,
+        )
+
+    async def _restore(self, previous: Mapping[str, Mapping[str, str]]) -> str:
+        try:
+            await self._retrying(
+                lambda: self.client.update_scheduler_conf(SchedConfUpdate(update_queues=previous))
+            )
+        except RMError as exc:
+            log.error("could not restore the previous configuration: %s", exc)
+            return "revert_failed"
+        return "reverted"
