@@ -11,12 +11,17 @@ import httpx
 from fastapi import FastAPI
 
 import app as app_pkg
-from app.api.routes import apps, dashboard, health, metrics, queues
+from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, policy, queues
+from app.api.routes import estimator as estimator_routes
+from app.api.routes import jobs as jobs_routes
 from app.api.state import SidecarState
 from app.db.session import make_engine, make_session_factory
+from app.services.admission import build_admission_service
+from app.services.controller import Controller
 from app.services.poller import Poller
 from app.services.runtime import Runtime
 from app.settings import Mode, Settings
+from app.yarn.actuator import Actuator
 from app.yarn.client import RMClient
 
 DESCRIPTION = (
@@ -57,9 +62,20 @@ def create_app(
                 rm_urls=settings.rm_urls,
                 interval_s=settings.poll_interval_s,
             )
+            state.controller = Controller(
+                Actuator(client),
+                state.sessions,
+                defaults=settings.control_config(),
+                cluster_name=settings.cluster_name,
+                rm_urls=settings.rm_urls,
+                poll_interval_s=settings.poll_interval_s,
+            )
+            state.admission = build_admission_service(
+                settings, client, state.sessions, eager=run_loops
+            )
             api.state.sidecar = state
             if run_loops:
-                runtime = Runtime([state.poller])
+                runtime = Runtime([state.poller, state.controller, state.admission])
                 runtime.start()
                 stack.callback(runtime.shutdown)
             yield
@@ -72,6 +88,10 @@ def create_app(
     )
     for router in (health.router, queues.router, apps.router, metrics.router, dashboard.router):
         api.include_router(router)
+    for router in (decisions.router, policy.router, ledger.router):
+        api.include_router(router)
+    api.include_router(jobs_routes.router)
+    api.include_router(estimator_routes.router)
     return api
 
 

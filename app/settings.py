@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from app.control.config import ControlConfig
 
 ENV_PREFIX = "YARN_SIDECAR_"
 
@@ -76,6 +79,33 @@ class Settings(BaseSettings):
     log_format: LogFormat = LogFormat.TEXT
     log_level: str = "INFO"
 
+    # policy (issue 5): the queue controller (app.services.controller)
+    policy: str = "static"  # static | fawkes:<weighting> | ltrf | mlrf | rrf
+    policy_interval_s: float = Field(60.0, ge=1, le=86400)
+    policy_params: dict[str, Any] = Field(default_factory=dict)  # JSON
+    managed_parent: str = Field("root", min_length=1, max_length=500)
+    queue_bounds: dict[str, Any] = Field(default_factory=dict)  # {"root.a": {"min": 10, "max": 60}}
+    queue_weights: dict[str, Any] = Field(default_factory=dict)  # {"root.a": 2}; default 1
+    max_step_pp: float = Field(10.0, ge=0.01, le=100)
+    min_change_pp: float = Field(1.0, ge=0, le=100)
+    allow_drift_overwrite: bool = False
+
+    # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (policies.md)
+    deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
+    admission_policy: Literal["justice", "pythia"] = "justice"
+    admission_smoothing: Literal["mean", "ewma"] = "mean"
+    admission_alpha: float = Field(0.5, gt=0, le=1)
+    drop_threshold: int = Field(1000, ge=0)
+    # 0: the vcores of the RUNNING NodeManagers at the latest poll.
+    deadline_capacity_vcores: int = Field(0, ge=0)
+    # Jobs at or below drop_threshold run on past their deadline (they teach the estimator); their
+    # YARN lifetime ends at deadline + factor * deadline_s. Larger jobs end at the deadline.
+    job_overrun_factor: float = Field(1.0, ge=0, le=100)
+    admission_interval_s: float = Field(5.0, ge=0.2, le=3600)
+    # cluster.json of a distributed-shell harness (hadoop-docker/minicluster/run): enables the
+    # built-in `sleep` job template (AM classpath, JVM options, staging directory).
+    dshell_harness: Path | None = None
+
     @field_validator("rm_urls", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
@@ -108,6 +138,35 @@ class Settings(BaseSettings):
         if upper not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return upper
+
+    @model_validator(mode="after")
+    def _check_control(self) -> Settings:
+        from app.policies.base import PolicyError
+
+        try:
+            self.control_config()
+        except PolicyError as exc:
+            # Named after the setting: policy -> POLICY, params.x -> POLICY_PARAMS, bounds.q ->
+            # QUEUE_BOUNDS, weights.q -> QUEUE_WEIGHTS.
+            raise ValueError(f"{_control_setting(exc.field)}: {exc.message}") from None
+        return self
+
+    def control_config(self) -> ControlConfig:
+        """The queue controller's configuration from these settings (validated)."""
+        from app.control.config import resolve
+
+        return resolve(
+            policy=self.policy,
+            params=self.policy_params,
+            mode=self.mode.value,
+            bounds=self.queue_bounds,
+            weights=self.queue_weights,
+            max_step_pp=self.max_step_pp,
+            min_change_pp=self.min_change_pp,
+            allow_drift_overwrite=self.allow_drift_overwrite,
+            managed_parent=self.managed_parent,
+            interval_s=self.policy_interval_s,
+        )
 
     @property
     def effective_database_url(self) -> str:
@@ -152,9 +211,23 @@ def load_settings(**overrides: Any) -> Settings:
         raise SettingsError(_describe(exc)) from None
 
 
+def _control_setting(field: str) -> str:
+    head = field.split(".", 1)[0]
+    name = {
+        "params": "policy_params",
+        "bounds": "queue_bounds",
+        "weights": "queue_weights",
+        "interval_s": "policy_interval_s",
+    }
+    return f"{ENV_PREFIX}{name.get(head, head).upper()} ({field})"
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        name = str(err["loc"][0]) if err["loc"] else "?"
+        if not err["loc"]:  # a whole-model check names its settings itself
+            parts.append(str(err["msg"]).removeprefix("Value error, "))
+            continue
+        name = str(err["loc"][0])
         parts.append(f"{ENV_PREFIX}{name.upper()}: {err['msg']}")
     return "invalid settings: " + "; ".join(parts)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.services.admission import AdmissionService
+from app.services.controller import Controller
 from app.services.poller import Poller
 from app.settings import Settings
 
@@ -19,3 +21,5 @@ class SidecarState:
     engine: Engine
     sessions: sessionmaker[Session]
     poller: Poller | None = None
+    controller: Controller | None = None
+    admission: AdmissionService | None = None

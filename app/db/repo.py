@@ -30,17 +30,32 @@ class InvalidCursor(ValueError):
     """A pagination cursor that this server did not issue."""
 
 
+def _dialect_insert(session: Session, model: Any) -> Any:
+    """An INSERT that supports ``on_conflict_*`` on the two supported engines."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return postgresql.insert(model)
+    if dialect == "sqlite":
+        return sqlite.insert(model)
+    raise NotImplementedError(f"upsert not implemented for {dialect}")  # pragma: no cover
+
+
 def ensure_cluster(session: Session, name: str, rm_urls: Sequence[str], now_ms: int) -> Cluster:
-    """The cluster row for ``name``, created on first use; RM URLs follow the configuration."""
+    """The cluster row for ``name``, created on first use; RM URLs follow the configuration.
+
+    Several loops call this at start-up at once: the insert ignores a row another one just made.
+    """
+    urls = ",".join(rm_urls)
     cluster = session.scalar(select(Cluster).where(Cluster.name == name))
     if cluster is None:
-        cluster = Cluster(
-            name=name, rm_urls=",".join(rm_urls), first_seen_ms=now_ms, finished_watermark_ms=0
+        stmt = _dialect_insert(session, Cluster).values(
+            name=name, rm_urls=urls, first_seen_ms=now_ms, finished_watermark_ms=0
         )
-        session.add(cluster)
-        session.flush()
-    else:
-        cluster.rm_urls = ",".join(rm_urls)
+        session.execute(stmt.on_conflict_do_nothing(index_elements=["name"]))
+        cluster = session.scalar(select(Cluster).where(Cluster.name == name))
+        assert cluster is not None
+    elif cluster.rm_urls != urls:
+        cluster.rm_urls = urls
     return cluster
 
 
@@ -137,14 +152,7 @@ def upsert_apps(session: Session, cluster_id: int, apps: Sequence[AppRecord], no
         return 0
     # One row per app id even if the RM listed an app twice (running + finished windows overlap).
     rows = list({a.app_id: _app_row(cluster_id, a, now_ms) for a in apps}.values())
-    dialect = session.get_bind().dialect.name
-    stmt: Any
-    if dialect == "postgresql":
-        stmt = postgresql.insert(Application).values(rows)
-    elif dialect == "sqlite":
-        stmt = sqlite.insert(Application).values(rows)
-    else:  # pragma: no cover - only the two supported engines reach here
-        raise NotImplementedError(f"upsert not implemented for {dialect}")
+    stmt = _dialect_insert(session, Application).values(rows)
     updatable = {
         k: getattr(stmt.excluded, k) for k in rows[0] if k not in ("app_id", "first_seen_ms")
     }

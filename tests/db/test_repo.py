@@ -83,3 +83,15 @@ def test_app_filters_and_cursor_pagination(db: Db) -> None:
         assert sorted(a.app_id for a in bob) == [f"application_1_{i:04d}" for i in (2, 3, 4)]
         with pytest.raises(repo.InvalidCursor):
             repo.list_apps(s, repo.AppFilter(), 5, "not-a-cursor")
+
+
+def test_ensure_cluster_tolerates_a_concurrent_creator(db: Db) -> None:
+    """Two loops starting at once both create the cluster row: the second must not fail."""
+    with db.sessions() as first, db.sessions() as second:
+        first.begin()
+        second.begin()
+        a = repo.ensure_cluster(first, "race", ["http://rm:8088"], 1)
+        first.commit()
+        b = repo.ensure_cluster(second, "race", ["http://rm:8088"], 2)
+        second.commit()
+        assert a.id == b.id

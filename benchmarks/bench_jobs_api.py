@@ -1,0 +1,204 @@
+"""Latency of ``POST /jobs`` and ``GET /jobs/{id}`` at a steady request rate (issue 6, point 7).
+
+Starts the real server (``yarn-sidecar serve``: migrations, uvicorn, poller and admission loops)
+on 127.0.0.1 with a fresh SQLite file, or the empty database given with ``--database-url``
+(PostgreSQL recommended), and an RM address that refuses connections, so what is measured is the
+sidecar: validation, the committed admission transaction (Justice, seed 004 Algorithm 6) and the
+read path. Requests are sent open-loop at ``--rate`` per second (a request is not held back by
+slow earlier ones), bounded by ``--count`` and ``--max-duration``; every tenth POST is a retry of
+an earlier one with the same ``Idempotency-Key``. Prints p50/p95/p99/max per endpoint.
+
+Run: ``.venv/bin/python benchmarks/bench_jobs_api.py [--rate 50] [--count 1000]
+[--max-duration 60] [--database-url postgresql://...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+RUN = {"kind": "application", "command": "sleep 30"}
+
+
+@dataclass
+class Series:
+    """Latencies (ms) and failures of one endpoint."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def fail(self, what: str) -> None:
+        self.failures[what] = self.failures.get(what, 0) + 1
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def server(database_url: str, port: int, log: Path | None = None) -> Iterator[str]:
+    """``yarn-sidecar serve`` in a child process until the block ends."""
+    env = {
+        **os.environ,
+        "YARN_SIDECAR_DATABASE_URL": database_url,
+        "YARN_SIDECAR_RM_URLS": f"http://127.0.0.1:{_free_port()}",
+        "YARN_SIDECAR_DEADLINE_CAPACITY_VCORES": "64",
+        "YARN_SIDECAR_CLUSTER_NAME": "bench",
+        "YARN_SIDECAR_LOG_LEVEL": "ERROR",
+        "YARN_SIDECAR_RM_RETRIES": "0",
+    }
+    cli = Path(sys.executable).parent / "yarn-sidecar"
+    sink = log.open("wb") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [str(cli), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=sink,
+        stderr=sink,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_up(base, proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if log:
+            sink.close()  # type: ignore[union-attr]
+
+
+def _wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("server did not answer /health within 60 s")
+
+
+def _payload(n: int) -> dict[str, object]:
+    return {"name": f"bench-{n}", "deadline": 3600, "requested_tasks": 1 + n % 8, "run": RUN}
+
+
+async def _post(client: httpx.AsyncClient, i: int, series: Series, ids: list[str]) -> None:
+    # Every tenth request retries an earlier one: same key, same body (answered 200).
+    n = i // 10 * 10 if i % 10 == 9 else i
+    payload, key = _payload(n), f"bench-{n}"
+    started = time.perf_counter()
+    try:
+        r = await client.post("/jobs", json=payload, headers={"Idempotency-Key": key})
+    except httpx.HTTPError as exc:
+        series.fail(type(exc).__name__)
+        return
+    series.latencies_ms.append((time.perf_counter() - started) * 1000)
+    if r.status_code not in (200, 202):
+        series.fail(f"HTTP {r.status_code}")
+    else:
+        ids.append(r.json()["id"])
+
+
+async def _get(client: httpx.AsyncClient, job_id: str, series: Series) -> None:
+    started = time.perf_counter()
+    try:
+        r = await client.get(f"/jobs/{job_id}")
+    except httpx.HTTPError as exc:
+        series.fail(type(exc).__name__)
+        return
+    series.latencies_ms.append((time.perf_counter() - started) * 1000)
+    if r.status_code != 200:
+        series.fail(f"HTTP {r.status_code}")
+
+
+async def run(base: str, rate: float, count: int, max_duration: float) -> dict[str, Series]:
+    """Open-loop load: request ``i`` leaves at ``i / rate`` s; POSTs and GETs alternate 3:1."""
+    posts, gets = Series(), Series()
+    ids: list[str] = []
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+        start = time.perf_counter()
+        tasks: list[asyncio.Task[None]] = []
+        for i in range(count):
+            at = start + i / rate
+            if at - start > max_duration:
+                break
+            await asyncio.sleep(max(0.0, at - time.perf_counter()))
+            if i % 4 == 3 and ids:
+                tasks.append(asyncio.create_task(_get(client, ids[i % len(ids)], gets)))
+            else:
+                tasks.append(asyncio.create_task(_post(client, i, posts, ids)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - start
+    print(f"sent {len(tasks)} requests in {elapsed:.1f} s ({len(tasks) / elapsed:.1f}/s)")
+    return {"POST /jobs": posts, "GET /jobs/{id}": gets}
+
+
+def _pct(values: list[float], q: float) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def table(results: dict[str, Series]) -> str:
+    """Percentiles per endpoint, milliseconds."""
+    lines = [
+        f"{'endpoint':<16}{'n':>6}{'errors':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}"
+        f"{'max ms':>10}"
+    ]
+    for name, s in results.items():
+        lat = sorted(s.latencies_ms)
+        errors = sum(s.failures.values())
+        if not lat:
+            lines.append(f"{name:<16}{0:>6}{errors:>8}")
+            continue
+        lines.append(
+            f"{name:<16}{len(lat):>6}{errors:>8}{_pct(lat, 50):>10.1f}{_pct(lat, 95):>10.1f}"
+            f"{_pct(lat, 99):>10.1f}{lat[-1]:>10.1f}"
+        )
+        if s.failures:
+            lines.append(f"{'':<16}failures: {s.failures}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=50.0, help="requests per second")
+    parser.add_argument("--count", type=int, default=1000, help="requests in total (bound)")
+    parser.add_argument("--max-duration", type=float, default=60.0, help="seconds (bound)")
+    parser.add_argument("--database-url", help="an empty database (default: temp SQLite)")
+    parser.add_argument("--server-log", type=Path, help="write the server's log here")
+    args = parser.parse_args()
+    if args.rate <= 0 or args.count < 1 or args.max_duration <= 0:
+        parser.error("--rate, --count and --max-duration must be positive")
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.database_url or f"sqlite:///{tmp}/bench.db"
+        engine = url.split("://", 1)[0]
+        print(f"database: {engine}; rate {args.rate:g}/s; at most {args.count} requests")
+        with server(url, _free_port(), args.server_log) as base:
+            results = asyncio.run(run(base, args.rate, args.count, args.max_duration))
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""``simulate`` and ``simulate compare`` through a parser built with ``configure``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from app.sim import cli
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="yarn-sidecar")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cli.configure(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+COMMON = ["--trace", "synthetic", "--synthetic-jobs", "120", "--capacity", "60", "--quiet"]
+
+
+def test_simulate_writes_json_csv_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "one"
+    rc = _main(
+        [
+            "simulate",
+            *COMMON,
+            "--policy",
+            "justice",
+            "--deadlines",
+            "Aria1x3x",
+            "--sharing",
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["capacity_vcores"] == 60
+    assert summary["summary"]["jobs"] == 120
+    assert 0.0 <= summary["summary"]["sdr"] <= 1.0
+    assert summary["summary"]["decisions"]["admit"] > 0
+    jobs = (out / "jobs.csv").read_text().splitlines()
+    assert jobs[0].startswith("job_id,queue") and len(jobs) == 121
+    assert "sharing_degree.a" in (out / "series.csv").read_text().splitlines()[0]
+    for png in ("timeline.png", "queues.png", "sharing.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "justice" in capsys.readouterr().out
+
+
+def test_compare_writes_one_self_contained_html(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    rc = _main(
+        [
+            "simulate",
+            "compare",
+            *COMMON,
+            "--policies",
+            "baseline-fs,oracle,fawkes:TD",
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    page = (out / "compare.html").read_text()
+    assert page.count("data:image/png;base64,") >= 6
+    assert "<link" not in page and 'src="http' not in page
+    data = json.loads((out / "compare.json").read_text())
+    assert [r["policy"] for r in data["results"]] == ["baseline-fs", "oracle", "fawkes:TD"]
+    assert (out / "compare.csv").read_text().startswith("policy,jobs,sdr")
+
+
+def test_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(["simulate", *COMMON, "--policy", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown policy" in capsys.readouterr().err
+    assert (
+        _main(
+            [
+                "simulate",
+                *COMMON,
+                "--policy",
+                "justice",
+                "--deadlines",
+                "none",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 2
+    )
+    assert "needs deadlines" in capsys.readouterr().err
+
+
+def test_progress_bar_draws_and_ends_the_line() -> None:
+    buf = io.StringIO()
+    bar = cli.ProgressBar("x", stream=buf, width=10, min_interval_s=0.0)
+    bar(5, 10)
+    bar(10, 10)
+    bar.close()
+    text = buf.getvalue()
+    assert "[#####.....]  50.0% 5/10" in text and text.endswith("100.0% 10/10\n")
