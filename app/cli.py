@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from app.settings import Settings, SettingsError, load_settings
+from app.sim.cli import configure as configure_sim
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -204,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the API and the poller")
+    serve = sub.add_parser("serve", help="run the API and the loops (poller, controller, admission)")
     serve.add_argument("--host", help="bind address (YARN_SIDECAR_API_HOST)")
     serve.add_argument("--port", type=int, help="port (YARN_SIDECAR_API_PORT)")
     serve.add_argument("--no-migrate", action="store_true", help="skip 'db upgrade' at start")
@@ -234,12 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preview.set_defaults(func=cmd_policy_preview)
 
-    try:
-        from app.sim.cli import configure as configure_sim
-    except ImportError:  # the simulator is optional at this stage of the tree
-        pass
-    else:
-        configure_sim(sub)
+    configure_sim(sub)
     return parser
 
 

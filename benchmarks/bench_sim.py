@@ -26,7 +26,9 @@ from app.sim import experiment, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
 
-TRACE_29D = Path("/work/shared/traces/google2011/jobs_29d.csv.gz")
+# shared/ sits beside the repository, as in CI.
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACE_29D = TRACES / "google2011" / "jobs_29d.csv.gz"
 
 
 @dataclass(frozen=True, slots=True)
