@@ -205,7 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = sub.add_parser("serve", help="run the API and the loops (poller, controller, admission)")
+    serve = sub.add_parser(
+        "serve", help="run the API and the loops (poller, controller, admission)"
+    )
     serve.add_argument("--host", help="bind address (YARN_SIDECAR_API_HOST)")
     serve.add_argument("--port", type=int, help="port (YARN_SIDECAR_API_PORT)")
     serve.add_argument("--no-migrate", action="store_true", help="skip 'db upgrade' at start")
