@@ -15,7 +15,6 @@ Decisions where the issue is silent:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from app.control.budget import Bounds, bounds_to_json, parse_bounds
 from app.policies import registry
 from app.policies.base import PolicyError
+from app.policies.base import finite_number as _number
 
 MODES = ("observe", "advise", "enforce")
 STATIC = "static"
@@ -98,15 +98,6 @@ def _policy_and_params(name: str, params: Mapping[str, Any]) -> tuple[str, dict[
     if base == "fawkes":
         return f"fawkes:{validated['weighting']}", validated
     return base, validated
-
-
-def _number(value: Any, where: str, *, low: float, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(where, f"must be a number, got {value!r}")
-    if value < low or (high is not None and value > high):
-        rng = f"{low}..{high}" if high is not None else f">= {low}"
-        raise PolicyError(where, f"must be within {rng}, got {value!r}")
-    return float(value)
 
 
 def _weights(raw: Mapping[str, Any]) -> dict[str, float]:

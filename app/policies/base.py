@@ -6,6 +6,7 @@ collects them so the controller, the simulator and the playground look policies 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,27 @@ class PolicyError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+def finite_number(
+    value: Any,
+    where: str,
+    *,
+    low: float = 0,
+    high: float | None = None,
+    positive: bool = False,
+) -> float:
+    """``value`` as a float within ``[low, high]`` (``(low, high]`` when ``positive``), or a
+    ``PolicyError`` naming ``where``. Booleans, NaN and infinities are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PolicyError(where, f"must be a finite number, got {value!r}")
+    if value < low or (positive and value == low) or (high is not None and value > high):
+        if high is not None:
+            bound = f"within {low}..{high}"
+        else:
+            bound = f"> {low}" if positive else f">= {low}"
+        raise PolicyError(where, f"must be {bound}, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +66,11 @@ class ParamSpec:
         if self.kind in (int, float):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise PolicyError(where, f"must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise PolicyError(where, f"must be a finite number, got {value!r}")
             if self.kind is int and int(value) != value:
                 raise PolicyError(where, f"must be a whole number, got {value!r}")
             num = self.kind(value)
-            if num != num or num in (float("inf"), float("-inf")):
-                raise PolicyError(where, f"must be a finite number, got {value!r}")
             if self.minimum is not None and (
                 num < self.minimum or (self.exclusive_minimum and num == self.minimum)
             ):

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.base import finite_number as _number
 
 WEIGHTINGS: tuple[str, ...] = ("JD", "DD", "TD", "PU", "DU", "RU", "JS", "JT", "TT", "EQ", "None")
 _EPS = 1e-9  # slack for float sums of minimum shares (5 x 0.2 is 1.0000000000000002)
@@ -94,15 +95,6 @@ REGISTRY: tuple[PolicySpec, ...] = (
         params=_PARAMS,
     ),
 )
-
-
-def _number(value: Any, where: str, *, low: float = 0.0, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(where, f"must be a finite number, got {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f"within {low}..{high}" if high is not None else f">= {low}"
-        raise PolicyError(where, f"must be {bound}, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +169,7 @@ class FawkesParams:
 
     def __post_init__(self) -> None:
         for spec in _PARAMS:
-            value = getattr(self, spec.name)
-            # ParamSpec.validate lets NaN through (comparisons with NaN are false).
-            if isinstance(value, float) and not math.isfinite(value):
-                raise PolicyError(spec.name, f"must be finite, got {value!r}")
-            spec.validate(value)
+            spec.validate(getattr(self, spec.name))
         for name, value in self.min_shares.items():
             _number(value, f"min_shares.{name}", high=1.0)
         for name, value in self.floors.items():

@@ -59,12 +59,12 @@ Decisions where the paper is ambiguous or silent:
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.base import finite_number as _number
 
 PARTITIONS: tuple[str, str] = ("native", "virtual")
 WORKLOADS: tuple[str, str] = ("batch", "transactional")
@@ -119,10 +119,7 @@ class HybridParams:
 
     def __post_init__(self) -> None:
         for spec in _PARAMS:
-            value = getattr(self, spec.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise PolicyError(spec.name, f"must be finite, got {value!r}")
-            spec.validate(value)
+            spec.validate(getattr(self, spec.name))
 
 
 def make_params(values: Mapping[str, Any] | None = None) -> HybridParams:
@@ -131,14 +128,6 @@ def make_params(values: Mapping[str, Any] | None = None) -> HybridParams:
 
 
 # ---------------------------------------------------------------- validation helpers
-
-
-def _number(value: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(where, f"must be a finite number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise PolicyError(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return float(value)
 
 
 def _choice(value: Any, where: str, choices: Sequence[str]) -> str:

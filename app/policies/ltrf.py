@@ -29,12 +29,12 @@ Decisions where the paper and ``policies.md`` are silent:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.base import finite_number as _number
 
 _DISCOUNT = ParamSpec(
     "discount",
@@ -64,18 +64,7 @@ REGISTRY: tuple[PolicySpec, ...] = (
 )
 
 
-def _number(value: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(where, f"must be a finite number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise PolicyError(where, f"must be {'>' if positive else '>='} 0, got {value!r}")
-    return float(value)
-
-
 def _validate_discount(value: Any) -> float:
-    # ParamSpec.validate lets NaN through (every comparison with NaN is false): check it first.
-    if isinstance(value, float) and not math.isfinite(value):
-        raise PolicyError("discount", f"must be finite, got {value!r}")
     return float(_DISCOUNT.validate(value))
 
 

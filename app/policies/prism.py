@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.base import finite_number as _number
 
 PHASES: tuple[str, ...] = ("map", "merge", "shuffle", "reduce")
 LEADING: Mapping[str, str] = {"map": "map", "reduce": "shuffle"}  # task type -> first phase
@@ -111,23 +112,12 @@ class PrismParams:
 
     def __post_init__(self) -> None:
         for spec in _PARAMS:
-            value = getattr(self, spec.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise PolicyError(spec.name, f"must be finite, got {value!r}")
-            spec.validate(value)
+            spec.validate(getattr(self, spec.name))
 
 
 def make_params(values: Mapping[str, Any] | None = None) -> PrismParams:
     """Registry defaults overlaid with ``values``; errors name the parameter."""
     return PrismParams(**REGISTRY[0].validate(values or {}))
-
-
-def _number(value: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise PolicyError(where, f"must be a finite number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise PolicyError(where, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return float(value)
 
 
 def _count(value: Any, where: str) -> int:
