@@ -7,11 +7,16 @@ import datetime as dt
 from pydantic import BaseModel, Field
 
 
+def ms_to_utc(ms: int) -> dt.datetime:
+    """Epoch milliseconds to an aware UTC datetime."""
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
 def ms_to_dt(ms: int | None) -> dt.datetime | None:
     """Epoch ms to an aware UTC datetime; ``None`` and the RM's 0 (unset) give ``None``."""
     if not ms:
         return None
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return ms_to_utc(ms)
 
 
 class Health(BaseModel):

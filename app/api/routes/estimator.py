@@ -7,13 +7,13 @@ applications taught it. ``GET /estimator/observations`` lists the apps considere
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from app.api.deps import SessionDep, StateDep
 from app.api.jobs_schemas import EstimatorOut, ObservationList, ObservationOut
+from app.api.schemas import ms_to_utc
 from app.db import jobs_repo
 from app.jobs.rounds import capacity, config_from_settings, estimator_summary
 from app.policies.justice import EstimatorState
@@ -44,7 +44,7 @@ def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
         fraction=summary["fraction"],
         capacity_vcores=capacity(session, cfg),
         version=row.version if row else 0,
-        updated_at=dt.datetime.fromtimestamp(row.updated_ms / 1000, tz=dt.UTC) if row else None,
+        updated_at=ms_to_utc(row.updated_ms) if row else None,
     )
 
 
@@ -60,7 +60,7 @@ def list_observations(
                 app_id=r.app_id,
                 job_id=r.job_id,
                 source=r.source,
-                observed_at=dt.datetime.fromtimestamp(r.observed_ms / 1000, tz=dt.UTC),
+                observed_at=ms_to_utc(r.observed_ms),
                 learned=r.learned,
                 tasks=r.tasks,
                 deadline_s=r.deadline_s,

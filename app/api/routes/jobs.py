@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from app.api.deps import SessionDep, StateDep
 from app.api.jobs_schemas import JobAccepted, JobDecisionOut, JobDetail, JobIn, JobOut, JobPage
 from app.api.routes.queues import to_ms
-from app.api.schemas import ErrorOut, ms_to_dt
+from app.api.schemas import ErrorOut, ms_to_dt, ms_to_utc
 from app.api.state import SidecarState
 from app.db import jobs_repo, repo
 from app.db.jobs_models import Job, JobDecision
@@ -41,14 +41,10 @@ def _at(ms: int | None) -> dt.datetime | None:
     return ms_to_dt(ms) if ms else None
 
 
-def _req(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-
-
 def decision_out(row: JobDecision) -> JobDecisionOut:
     """A decision row as the API shows it."""
     return JobDecisionOut(
-        at=_req(row.created_ms),
+        at=ms_to_utc(row.created_ms),
         action=row.action,
         policy=row.policy,
         cpus=row.cpus,
@@ -73,8 +69,8 @@ def job_out(row: Job) -> JobOut:
         input_bytes=row.input_bytes,
         block_size=row.block_size,
         deadline_s=row.deadline_s,
-        deadline_at=_req(row.deadline_ms),
-        submitted_at=_req(row.submitted_ms),
+        deadline_at=ms_to_utc(row.deadline_ms),
+        submitted_at=ms_to_utc(row.submitted_ms),
         run=row.run,
         tags=[str(tag) for tag in row.tags],
         idempotency_key=row.idempotency_key,
@@ -90,7 +86,7 @@ def job_out(row: Job) -> JobOut:
         vcore_seconds=row.vcore_seconds,
         met_deadline=row.met_deadline,
         reason=row.reason,
-        updated_at=_req(row.updated_ms),
+        updated_at=ms_to_utc(row.updated_ms),
     )
 
 
