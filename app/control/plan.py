@@ -23,12 +23,19 @@ Decisions where the issue is silent:
   is the whole cluster, so queues can still borrow. A live percentage counts as that fraction of
   the cluster, so the switch from percentages is step-limited too (and always pushed: the
   siblings must all change mode in one PUT).
+* The way back, absolute live capacities under a percentage policy, counts each as its dominant
+  share of the cluster (of the siblings' sum when the totals are unknown), so the step limit
+  holds from what the queues guarantee now; every such line is sent as a percentage (an absolute
+  ``maximum-capacity`` becomes 100), as the RM refuses siblings in mixed modes.
+* A line is left out of the PUT only when the RM would read each planned value as exactly the
+  live one (``50`` for ``50.00``, but not ``33.333`` for ``33.33``), so the siblings it ends up
+  holding sum to exactly 100.00.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -41,14 +48,32 @@ from app.control.budget import (
     largest_change,
     limit_step,
     project_to_bounds,
+    round_preserving_sum,
     within_bounds,
 )
-from app.control.drift import QueueValues, normalise, same_value
+from app.control.drift import QueueValues, normalise
 from app.policies import rrf
 from app.policies.rounding import capacity_hundredths
 
 CAPACITY = "capacity"
 MAX_CAPACITY = "maximum-capacity"
+RESOURCES = ("vcores", "memory")
+
+
+def _exact_percent(value: str | None) -> Fraction | None:
+    """A percentage string as the exact number it denotes (``-1``: 100), else None."""
+    try:
+        number = Fraction((value or "").strip())
+    except ValueError:
+        return None
+    return Fraction(100) if number == -1 else number
+
+
+def _exactly_same(planned: str, live: str | None) -> bool:
+    exact = _exact_percent(planned), _exact_percent(live)
+    if exact[0] is not None or exact[1] is not None:
+        return exact[0] == exact[1]
+    return normalise(planned) == normalise(live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +88,10 @@ class QueueLine:
 
     @property
     def changed(self) -> bool:
-        """True when the RM would see a different value for some key."""
-        return any(not same_value(v, self.live.get(k)) for k, v in self.planned.items())
+        """True when the RM would read some planned value differently from the live one, exactly:
+        ``33.333`` is not ``33.33`` (left out, the siblings would sum to 100.003), and an absolute
+        ``[memory=0,vcores=0]`` is not ``0.00`` (left out, the siblings would mix modes)."""
+        return any(not _exactly_same(v, self.live.get(k)) for k, v in self.planned.items())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -124,6 +151,43 @@ def _live_hundredths(live: QueueValues, key: str, default: int) -> dict[str, int
     return out
 
 
+def _amounts(value: str | None) -> dict[str, Fraction] | None:
+    """An absolute ``[memory=..,vcores=..]`` capacity as amounts; None for anything else."""
+    norm = normalise(value)
+    if not isinstance(norm, tuple):
+        return None
+    out: dict[str, Fraction] = {}
+    for key, amount in norm:
+        try:
+            out[key] = Fraction(amount)
+        except ValueError:
+            continue
+    return out
+
+
+def _live_capacities(live: QueueValues, cluster: Mapping[str, float] | None) -> dict[str, int]:
+    """Live capacities in hundredths of a percent of the parent. An absolute value (left by RRF)
+    counts as its dominant share of the cluster totals (of the siblings' sum when the totals are
+    unknown), so a switch back to percentages is step-limited from what the queues hold now
+    rather than from 0."""
+    amounts = {q: _amounts(v.get(CAPACITY)) for q, v in live.items()}
+    if all(a is None for a in amounts.values()):
+        return _live_hundredths(live, CAPACITY, 0)
+    totals = {r: Fraction((cluster or {}).get(r, 0)) for r in RESOURCES}
+    for r in RESOURCES:
+        if totals[r] <= 0:
+            totals[r] = sum((a.get(r, Fraction(0)) for a in amounts.values() if a), Fraction(0))
+    plain = _live_hundredths(live, CAPACITY, 0)
+    exact: dict[str, Fraction] = {}
+    for q, a in amounts.items():
+        if a is None:
+            exact[q] = Fraction(plain[q])
+            continue
+        shares = [a.get(r, Fraction(0)) / totals[r] for r in RESOURCES if totals[r] > 0]
+        exact[q] = max(shares, default=Fraction(0)) * TOTAL
+    return round_preserving_sum(exact)
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """The budgets of one push, in hundredths of a percent."""
@@ -168,15 +232,21 @@ class _Steps:
     live_max: Mapping[str, int]
 
 
-def percent_plan(shares: Mapping[str, float], live: QueueValues, limits: Limits) -> Plan:
-    """Capacities for the live queues from ``shares``, bounded, hysteresis, step-limited."""
+def percent_plan(
+    shares: Mapping[str, float],
+    live: QueueValues,
+    limits: Limits,
+    cluster: Mapping[str, float] | None = None,
+) -> Plan:
+    """Capacities for the live queues from ``shares``, bounded, hysteresis, step-limited.
+    ``cluster`` (``{"vcores": n, "memory": MB}``) converts live absolute capacities."""
     queues = sorted(live)
     if not queues:
         return unchanged(live, "no queue under the managed parent")
     if not any(shares.get(q, 0.0) > 0 for q in queues):
         return unchanged(live, "the policy gave every managed queue a share of 0")
     check_feasible(limits.bounds, queues)
-    live_cap = _live_hundredths(live, CAPACITY, 0)
+    live_cap = _live_capacities(live, cluster)
     live_max = _live_hundredths(live, MAX_CAPACITY, TOTAL)
     target = _target(shares, queues, limits.bounds)
     bounded, bound_reasons = project_to_bounds(target, limits.bounds)
@@ -203,12 +273,7 @@ def _line(
         notes.append(reason)
     if new_max != live_max:
         notes.append(f"maximum-capacity raised to {format_hundredths(new_max)} (>= capacity)")
-    keep = planned == live_cap and new_max == live_max
-    values = (
-        dict(live)
-        if keep
-        else {CAPACITY: format_hundredths(planned), MAX_CAPACITY: format_hundredths(new_max)}
-    )
+    values = {CAPACITY: format_hundredths(planned), MAX_CAPACITY: format_hundredths(new_max)}
     numbers = {
         "share": share,
         "live_h": live_cap,
@@ -242,13 +307,12 @@ def _lines_plan(
         )
         for q in sorted(live)
     }
+    if not push:
+        lines = {q: replace(line, planned=dict(line.live)) for q, line in lines.items()}
     plan = Plan(lines, push=push, reason=why, step_fraction=fraction)
     if push and not plan.changes():
         return Plan(lines, push=False, reason="no change", step_fraction=fraction)
     return plan
-
-
-RESOURCES = ("vcores", "memory")
 
 
 def _live_amounts(value: str | None, cluster: Mapping[str, float]) -> dict[str, float]:

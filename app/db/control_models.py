@@ -13,7 +13,8 @@ what the controller must remember across restarts (``style.md``, "The tick": rec
 * ``config_pushes``: every PUT the actuator sent, the values before and after and the RM's
   configuration version, so drift (a hand edit) is told apart from our own writes; a row with
   status ``baseline`` is live configuration the operator accepted (``PUT /policy`` with
-  ``accept_drift``).
+  ``accept_drift``); a row is written ``pending`` before its PUT and settled after it, so a push
+  whose tick died in between is still recognised as the sidecar's own.
 """
 
 from __future__ import annotations

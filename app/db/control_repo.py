@@ -198,7 +198,8 @@ def list_ledger(
 
 # ---- pushes ----------------------------------------------------------------------------------
 
-BASELINE_STATUSES = ("applied", "baseline", "unverified")
+BASELINE_STATUSES = ("applied", "baseline", "superseded")
+PENDING = "pending"
 
 
 def last_baseline(session: Session, cluster_id: int, parent: str) -> ConfigPush | None:
@@ -214,6 +215,45 @@ def last_baseline(session: Session, cluster_id: int, parent: str) -> ConfigPush 
         .limit(1)
     )
     return session.scalar(stmt)
+
+
+def last_pending(
+    session: Session, cluster_id: int, parent: str, baseline: ConfigPush | None
+) -> ConfigPush | None:
+    """The newest push written ahead of its PUT and never settled (the tick died between the PUT
+    and its commit), if it is newer than ``baseline``; older ones are of no use as a baseline."""
+    stmt = (
+        select(ConfigPush)
+        .where(
+            ConfigPush.cluster_id == cluster_id,
+            ConfigPush.parent == parent,
+            ConfigPush.status == PENDING,
+        )
+        .order_by(ConfigPush.pushed_ms.desc(), ConfigPush.id.desc())
+        .limit(1)
+    )
+    row = session.scalar(stmt)
+    if row is None or baseline is None:
+        return row
+    return row if (row.pushed_ms, row.id) > (baseline.pushed_ms, baseline.id) else None
+
+
+def settle_push(
+    session: Session,
+    push_id: int,
+    status: str,
+    version_after: int | None,
+    decision_id: int | None = None,
+) -> None:
+    """Record the outcome of a push written ahead as ``pending``."""
+    row = session.get(ConfigPush, push_id)
+    if row is None:
+        raise LookupError(f"config push {push_id} not found")
+    row.status = status
+    row.version_after = version_after
+    if decision_id is not None:
+        row.decision_id = decision_id
+    session.flush()
 
 
 def add_push(session: Session, push: ConfigPush) -> ConfigPush:

@@ -12,10 +12,13 @@ One tick:
 5. decide (``app.control.decide``) and plan (``app.control.plan``: exact 100.00, bounds,
    hysteresis, step limit);
 6. drift: the live values against the last push the RM accepted (or the operator's accepted
-   baseline), via the configuration version and a value comparison;
-7. actuate in ``enforce`` mode only (``app.yarn.actuator``: validate, one PUT, read back, restore);
+   baseline), via the configuration version and a value comparison; a push left ``pending`` by
+   a tick that died after its PUT is the baseline when the RM holds its values;
+7. actuate in ``enforce`` mode only (``app.yarn.actuator``: validate, one PUT, read back, restore),
+   after committing the push as ``pending`` (write-ahead), so a crash before step 8 is not
+   mistaken for an operator's edit by the next tick;
 8. record one decision with inputs, shares, plan, what was pushed and the RM's answer; the
-   policy state, the ledger and the push are committed in the same transaction.
+   policy state, the ledger and the push's outcome are committed in the same transaction.
 
 A tick that fails is recorded as such (RM unreachable, policy error) and the loop goes on.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.control import config as control_config
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import PolicyOutcome, run_policy
-from app.control.drift import differences
+from app.control.drift import QueueValues, differences
 from app.control.inputs import PolicyInputs
 from app.control.ledger import LedgerStep, integrate
 from app.control.plan import Limits, Plan, absolute_plan, percent_plan, unchanged
@@ -77,6 +80,8 @@ class Work:
     state_before: Mapping[str, Any]
     drift: Mapping[str, Any]
     baseline: Mapping[str, Any] | None
+    settle: tuple[int, str] | None = None
+    pending_id: int | None = None
 
     @property
     def drift_blocks(self) -> bool:
@@ -198,6 +203,10 @@ class Controller(LoopService):
                 return await self._record_skip(ctx, now_ms, "rm_error", exc.message)
             except PolicyError as exc:
                 return await self._record_skip(ctx, now_ms, "policy_error", str(exc))
+            if pushes(work):
+                # Write-ahead: were the process to die between the PUT and the commit, the next
+                # tick finds this row and knows the values it then reads are its own.
+                work = replace(work, pending_id=await asyncio.to_thread(self._write_ahead, work))
             result = await self._actuate(work)
             return await asyncio.to_thread(self._commit, work, result)
 
@@ -228,13 +237,28 @@ class Controller(LoopService):
             ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)
             state = control_repo.load_policy_state(session, ctx.cluster_id, cfg.policy)
             baseline_row = control_repo.last_baseline(session, ctx.cluster_id, live.parent)
+            pending = control_repo.last_pending(session, ctx.cluster_id, live.parent, baseline_row)
+            settle = _settle(pending, live.values) if pending is not None else None
+            if settle is not None and settle[1] == "applied":
+                baseline_row = pending
             baseline = _baseline_json(baseline_row) if baseline_row is not None else None
         ledger_state = ledger.state if ledger else ltrf.LtrfState.from_dict(ledger_before)
         outcome = run_policy(cfg, inputs, queues, state, ledger_state)
         plan = self._plan(cfg, outcome, live, inputs)
         drift = _drift(baseline, live)
         return Work(
-            ctx, now_ms, live, inputs, outcome, plan, ledger, ledger_before, state, drift, baseline
+            ctx,
+            now_ms,
+            live,
+            inputs,
+            outcome,
+            plan,
+            ledger,
+            ledger_before,
+            state,
+            drift,
+            baseline,
+            settle,
         )
 
     def _ledger(
@@ -273,15 +297,24 @@ class Controller(LoopService):
             max_step_h=round(cfg.max_step_pp * 100),
             min_change_h=round(cfg.min_change_pp * 100) if outcome.min_change_applies else 0,
         )
-        return percent_plan(outcome.shares, live.values, limits)
+        total = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
+        return percent_plan(outcome.shares, live.values, limits, total)
 
     async def _actuate(self, work: Work) -> PushResult | None:
-        cfg = work.ctx.cfg
-        if cfg.mode != "enforce" or not work.plan.push or work.drift_blocks:
+        if not pushes(work):
             return None
         return await self.actuator.push(
-            cfg.managed_parent, work.plan.changes(), work.plan.previous(), work.live.version
+            work.ctx.cfg.managed_parent,
+            work.plan.changes(),
+            work.plan.previous(),
+            work.live.version,
         )
+
+    def _write_ahead(self, work: Work) -> int:
+        """Commit the push as ``pending`` before its PUT; ``_commit`` settles it."""
+        with transaction(self.sessions) as session:
+            row = control_repo.add_push(session, _push_row(work, control_repo.PENDING, None))
+            return row.id
 
     # --- recording --------------------------------------------------------------------------
 
@@ -315,8 +348,17 @@ class Controller(LoopService):
                 control_repo.save_policy_state(
                     session, cid, LEDGER_STATE, work.ledger.state.to_dict(), work.now_ms
                 )
-            if result is not None:
-                control_repo.add_push(session, _push_row(work, result, decision.id))
+            if work.settle is not None:
+                push_id, settled = work.settle
+                version = work.live.version if settled == "applied" else None
+                control_repo.settle_push(session, push_id, settled, version)
+            if result is not None and work.pending_id is not None:
+                # Unverified: whether the PUT landed is unknown, so the row stays pending and the
+                # next tick settles it by the values it reads (never a false drift).
+                settled = control_repo.PENDING if result.status == "unverified" else result.status
+                control_repo.settle_push(
+                    session, work.pending_id, settled, result.version_after, decision.id
+                )
         pushed = work.plan.changes() if result is not None and result.applied else None
         return TickReport(status, reason, decision.id, pushed)
 
@@ -360,7 +402,7 @@ class Controller(LoopService):
             return {"status": early[0], "reason": early[1], "config": ctx.cfg.to_dict()}
         work = await self.prepare(ctx, now_ms)
         status, reason = outcome_status(work, None)
-        if ctx.cfg.mode == "enforce" and work.plan.push and not work.drift_blocks:
+        if pushes(work):
             status, reason = "would_push", "enforce mode would push these changes now"
         return {
             "status": status,
@@ -429,18 +471,30 @@ def _baseline_row(cluster_id: int, live: LiveConfig, now_ms: int) -> ConfigPush:
     )
 
 
-def _push_row(work: Work, result: PushResult, decision_id: int) -> ConfigPush:
+def _push_row(work: Work, status: str, version_after: int | None) -> ConfigPush:
     return ConfigPush(
         cluster_id=work.ctx.cluster_id,
-        decision_id=decision_id,
         pushed_ms=work.now_ms,
         parent=work.live.parent,
         values=work.plan.expected(),
         previous={q: dict(v) for q, v in work.live.values.items()},
-        version_before=result.version_before,
-        version_after=result.version_after,
-        status=result.status,
+        version_before=work.live.version,
+        version_after=version_after,
+        status=status,
     )
+
+
+def _settle(pending: ConfigPush, live: QueueValues) -> tuple[int, str]:
+    """What became of a push whose tick died before recording it: the RM holding its values means
+    it landed (it is the baseline now); otherwise whether it landed is unknown."""
+    landed = not differences(pending.values, live)
+    return pending.id, "applied" if landed else "unconfirmed"
+
+
+def pushes(work: Work) -> bool:
+    """Whether this tick sends its plan to the RM."""
+    cfg = work.ctx.cfg
+    return cfg.mode == "enforce" and work.plan.push and not work.drift_blocks
 
 
 PUSH_STATUS = {
@@ -450,6 +504,7 @@ PUSH_STATUS = {
     "unavailable": "failed",
     "reverted": "reverted",
     "revert_failed": "revert_failed",
+    "superseded": "drift",
 }
 
 

@@ -5,11 +5,15 @@ actuator"; ``yarn.md`` section 5).
 ``/scheduler`` tree, overlaid with the stored ``/scheduler-conf`` strings when the store is
 mutable) and its configuration version. ``push`` applies a change set as ONE
 ``PUT /scheduler-conf`` after ``POST /scheduler-conf/validate``, reads the result back and, if
-the RM holds anything but what was sent, restores the previous values with a second PUT.
+the RM holds anything but what was sent, restores the previous values with a second PUT, but
+only when the configuration version shows that ours was the only write since it was read (an
+operator's concurrent edit is never overwritten; it is reported instead).
 
 Failures follow ``app.yarn.errors``: ``RMUnavailable`` is retried with exponential backoff
 (before re-sending a PUT the configuration is read back, so a PUT that landed but whose answer was
-lost is not sent twice); ``RMRejected`` is final and its message (the RM's own text) is returned.
+lost is not sent twice, and after the last failed attempt the RM is read once more before
+reporting that nothing was applied); ``RMRejected`` is final and its message (the RM's own text)
+is returned.
 The RM applies or reverts a mutation as a whole (``yarn.md`` 5.2), so a push is never half
 applied; the read-back makes sure of it.
 """
@@ -73,7 +77,8 @@ class LiveConfig:
 class PushResult:
     """What happened to one push. ``status``: applied, rejected (validation or PUT), unavailable
     (retries exhausted; nothing applied), unverified (PUT answered, read-back failed), reverted
-    (read-back differed, previous values restored), revert_failed."""
+    (read-back differed, previous values restored and read back), revert_failed, superseded
+    (read-back differed and the version shows another write after ours: nothing restored)."""
 
     status: str
     message: str
@@ -187,7 +192,7 @@ class Actuator:
         except RMRejected as exc:
             return PushResult("rejected", exc.message, 1, version_before)
         except RMUnavailable as exc:
-            return PushResult("unavailable", exc.message, self.retries + 1, version_before)
+            return await self._after_lost_put(parent, changes, exc.message, version_before)
         return await self._verify(parent, changes, previous, message, attempts, version_before)
 
     async def _put(self, parent: str, changes: Mapping[str, Mapping[str, str]]) -> tuple[str, int]:
@@ -204,6 +209,31 @@ class Actuator:
                 await self._sleep(self.backoff_s * 2 ** (attempt - 1))
                 if await self._holds(parent, changes):
                     return "applied (the answer to an earlier attempt was lost)", attempt
+
+    async def _after_lost_put(
+        self, parent: str, changes: QueueValues, message: str, version_before: int | None
+    ) -> PushResult:
+        """The last attempt failed too, but its PUT may still have landed: the RM decides."""
+        attempts = self.retries + 1
+        try:
+            live = await self.read_live(parent)
+        except RMError as exc:
+            return PushResult(
+                "unverified",
+                f"{message}; read-back failed too, the PUT may have been applied: {exc.message}",
+                attempts,
+                version_before,
+            )
+        if differences(changes, live.values):
+            return PushResult("unavailable", message, attempts, version_before)
+        return PushResult(
+            "applied",
+            f"applied (the answer to the last attempt was lost: {message})",
+            attempts,
+            version_before,
+            live.version,
+            live.values,
+        )
 
     async def _holds(self, parent: str, changes: QueueValues) -> bool:
         try:
@@ -235,11 +265,25 @@ class Actuator:
             return PushResult(
                 "applied", message, attempts, version_before, live.version, live.values
             )
+        if not only_our_write(version_before, live.version):
+            # Someone else wrote after our PUT: restoring would overwrite their edit. Our write
+            # did land, but its version is unknown, so the controller compares values (drift).
+            log.error("read-back differs and another write followed ours, not restoring")
+            return PushResult(
+                "superseded",
+                f"{message}; read-back differs and the configuration version moved from "
+                f"{version_before} to {live.version}: another write followed, left as it is",
+                attempts,
+                version_before,
+                None,
+                live.values,
+                mismatches,
+            )
         log.error("read-back differs from what was pushed, restoring: %s", mismatches)
-        status = await self._restore(previous)
+        status, note = await self._restore(parent, previous)
         return PushResult(
             status,
-            f"{message}; read-back differs from the push",
+            f"{message}; read-back differs from the push; {note}",
             attempts,
             version_before,
             live.version,
@@ -247,12 +291,25 @@ class Actuator:
             mismatches,
         )
 
-    async def _restore(self, previous: Mapping[str, Mapping[str, str]]) -> str:
+    async def _restore(
+        self, parent: str, previous: Mapping[str, Mapping[str, str]]
+    ) -> tuple[str, str]:
+        """Send ``previous`` back and read it back: ``reverted`` only if the RM holds it."""
         try:
             await self._retrying(
                 lambda: self.client.update_scheduler_conf(SchedConfUpdate(update_queues=previous))
             )
+            live, _ = await self._retrying(lambda: self.read_live(parent))
         except RMError as exc:
             log.error("could not restore the previous configuration: %s", exc)
-            return "revert_failed"
-        return "reverted"
+            return "revert_failed", f"restore failed: {exc.message}"
+        left = differences(previous, live.values)
+        if left:
+            log.error("the restored configuration reads back differently: %s", left)
+            return "revert_failed", f"restore read back differently: {left}"
+        return "reverted", "previous values restored"
+
+
+def only_our_write(version_before: int | None, version_now: int | None) -> bool:
+    """True when the configuration version shows exactly one write (ours) since it was read."""
+    return version_before is not None and version_now == version_before + 1
