@@ -19,7 +19,16 @@ from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, Job
 from app.db.models import Application, Cluster, NodeSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
-from app.jobs.tags import DEADLINE_TAG, HOLDING_STATES, JOB_TAG, QUEUED
+from app.jobs.tags import (
+    CANCELLED,
+    DEADLINE_TAG,
+    FAILED,
+    FINISHED,
+    HOLDING_STATES,
+    JOB_TAG,
+    KILLED,
+    QUEUED,
+)
 from app.policies import justice
 
 ESTIMATOR_ID = 1
@@ -275,14 +284,90 @@ def jobs_with_apps(session: Session, states: Sequence[str]) -> list[tuple[Job, A
     return [(job, app) for job, app in session.execute(stmt).all()]
 
 
-def unobserved_tagged_apps(session: Session, limit: int = 500) -> list[Application]:
-    """Finished apps tagged ``deadline:`` that no sidecar job owns and nobody has learned from."""
+def last_good_poll_ms(session: Session, cluster_name: str) -> int | None:
+    """When the poller last read the whole RM successfully, or ``None`` before any poll."""
+    return session.scalar(select(Cluster.last_good_poll_ms).where(Cluster.name == cluster_name))
+
+
+def _settled(settled_ms: int) -> Any:
+    # The poller re-reads a finished app until its grace has passed; only then is it final.
+    return or_(Application.finished_ms.is_(None), Application.finished_ms <= settled_ms)
+
+
+def unlearned_job_apps(
+    session: Session, settled_ms: int, limit: int = 500
+) -> list[tuple[Job, Application]]:
+    """Jobs whose app ended before ``settled_ms`` and that TRACK_JOB has not considered yet."""
+    stmt = (
+        select(Job, Application)
+        .join(Application, Application.app_id == Job.app_id)
+        .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
+        .where(
+            EstimatorObservation.app_id.is_(None),
+            Job.state.in_([FINISHED, FAILED, KILLED, CANCELLED]),
+            Application.state.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms),
+        )
+        .order_by(Application.finished_ms, Application.app_id)
+        .limit(limit)
+    )
+    return [(job, app) for job, app in session.execute(stmt).all()]
+
+
+def unseen_job_apps(
+    session: Session, cluster_name: str, states: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(job id, app id) of jobs in ``states`` whose app is not final in the history but was
+    missing from the latest good poll (which lists every app the RM still holds)."""
+    last_good = last_good_poll_ms(session, cluster_name)
+    if last_good is None:
+        return []
+    stmt = (
+        select(Job.id, Application.app_id)
+        .join(Application, Application.app_id == Job.app_id)
+        .where(
+            Job.state.in_(list(states)),
+            Application.state.not_in(sorted(FINAL_APP_STATES)),
+            Application.updated_ms < last_good,
+        )
+        .order_by(Job.submitted_ms)
+    )
+    return [(job_id, app_id) for job_id, app_id in session.execute(stmt).all()]
+
+
+def live_job_tagged_apps(session: Session, cluster_name: str) -> list[Application]:
+    """Apps carrying a ``sidecar-job:`` tag that the latest good poll listed as not final."""
+    last_good = last_good_poll_ms(session, cluster_name)
+    if last_good is None:
+        return []
+    stmt = select(Application).where(
+        Application.state.not_in(sorted(FINAL_APP_STATES)),
+        Application.updated_ms >= last_good,
+        Application.tags.contains(f",{JOB_TAG}", autoescape=True),
+    )
+    return list(session.scalars(stmt))
+
+
+def last_step_ms(session: Session, job_id: str, action: str) -> int | None:
+    """When the job's latest decision with ``action`` was recorded."""
+    stmt = select(func.max(JobDecision.created_ms)).where(
+        JobDecision.job_id == job_id, JobDecision.action == action
+    )
+    return session.scalar(stmt)
+
+
+def unobserved_tagged_apps(
+    session: Session, settled_ms: int, limit: int = 500
+) -> list[Application]:
+    """Apps tagged ``deadline:`` that no sidecar job owns, ended before ``settled_ms``, and that
+    nobody has learned from."""
     stmt = (
         select(Application)
         .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
         .where(
             EstimatorObservation.app_id.is_(None),
             Application.state.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms),
             Application.tags.contains(f",{DEADLINE_TAG}", autoescape=True),
             ~Application.tags.contains(f",{JOB_TAG}", autoescape=True),
         )

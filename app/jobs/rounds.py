@@ -7,6 +7,10 @@ drop waiting jobs and kill large violators). It reads the queued and the CPU-hol
 job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
 finished applications. Both lock the estimator row first (one lock order, no deadlocks).
 
+A job ends (and frees its CPUs) at its app's first final record, but is learned from only once
+the poller's ``FINISHED_GRACE_MS`` re-read is over (``finished_ms + grace <= last good poll``):
+until then the RM's ``vcoreSeconds`` still grow while the AM container exits.
+
 What is recorded (``policies.md``: every decision with the inputs and numbers that produced it):
 each admit, drop and kill, and the queue decision of the job that triggered the round, go to
 ``job_decisions`` with the round's numbers; the round itself goes to the shared ``decisions``
@@ -35,6 +39,7 @@ from app.jobs import tags as t
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
 from app.policies import justice
 from app.policies.justice import EstimatorState, JobOutcome, JusticeParams
+from app.services.poller import FINISHED_GRACE_MS
 from app.settings import Settings
 
 
@@ -46,6 +51,9 @@ class AdmissionConfig:
     capacity_vcores: int
     cluster_name: str
     mode: str
+    # The poller re-reads a finished app for this long (its vcoreSeconds still grow while the AM
+    # container exits); learning waits for it. Injectable so a real-RM test need not wait 2 min.
+    finished_grace_ms: int = FINISHED_GRACE_MS
 
 
 @dataclass(slots=True)
@@ -337,11 +345,22 @@ def learn_pass(session: Session, cfg: AdmissionConfig, now_ms: int) -> LearnResu
     )
     for job, app in jobs_repo.jobs_with_apps(session, [t.SUBMITTED, t.KILLING, t.CANCELLING]):
         learning.follow_job(job, app)
-    for app in jobs_repo.unobserved_tagged_apps(session):
-        learning.observe(app, None, "tagged", tagged_outcome(finished_app(app)))
+    settled = settled_ms(session, cfg)
+    if settled is not None:
+        for job, app in jobs_repo.unlearned_job_apps(session, settled):
+            learning.learn_job(job, app)
+        for app in jobs_repo.unobserved_tagged_apps(session, settled):
+            learning.observe(app, None, "tagged", tagged_outcome(finished_app(app)))
     if learning.result.learned:
         learning.result.version = jobs_repo.save_estimator(session, row, learning.state, now_ms)
     return learning.result
+
+
+def settled_ms(session: Session, cfg: AdmissionConfig) -> int | None:
+    """Apps that finished by this time have their final ``vcoreSeconds`` in the history: the
+    last good poll re-read them after the poller's grace. ``None`` before any good poll."""
+    last_good = jobs_repo.last_good_poll_ms(session, cfg.cluster_name)
+    return None if last_good is None else last_good - cfg.finished_grace_ms
 
 
 @dataclass(slots=True)
@@ -357,7 +376,8 @@ class _Learning:
     result: LearnResult = field(default_factory=LearnResult)
 
     def follow_job(self, job: Job, app: Application) -> None:
-        """Copy the app's progress onto the job; when it is final, end the job and learn once."""
+        """Copy the app's progress onto the job; when it is final, end the job (its CPUs are free
+        at once; learning waits until the app's accounting has settled)."""
         job.app_state = app.state
         job.final_status = app.final_status
         job.updated_ms = self.now_ms
@@ -365,6 +385,11 @@ class _Learning:
             return
         _finish_job(self.session, self.cfg, job, app, self.now_ms)
         self.result.finished_jobs += 1
+
+    def learn_job(self, job: Job, app: Application) -> None:
+        """TRACK_JOB from an ended job's settled app record, which also corrects the job's."""
+        job.vcore_seconds = app.vcore_seconds
+        job.elapsed_ms = app.elapsed_ms
         facts = SidecarJobFacts(
             job.id, job.requested_tasks, job.deadline_s, job.deadline_ms, job.granted_cpus or 0
         )

@@ -12,14 +12,22 @@ Each tick (``run_once``), after the ``style.md`` tick: observe -> decide -> act 
 
    * submit (``yarn.md`` 4.1, 4.2): look for an app tagged ``sidecar-job:<id>`` first and adopt
      it; otherwise reserve an id with new-application and store it with state ``submitting``
-     (write-ahead) before ``POST /apps``; then mark ``submitted``. A restart finds a
-     ``submitting`` job, sees its app by tag (adopt) or not (reserve a fresh id and submit), so no
-     job runs twice and none is lost.
+     (write-ahead) before ``POST /apps``; then mark ``submitted``. A restart or an ambiguous
+     ``POST /apps`` (timed out: it may still land) leaves a ``submitting`` job: it adopts its app
+     by tag, or submits the reserved id again, never a fresh one (the RM ignores a re-submit of
+     a known id), so no job runs twice and none is lost. Safety nets: adoption kills extra
+     tagged apps; each tick kills polled live apps tagged for a job that are not its app or
+     whose job ended (an app landing after its job was cancelled).
+   * apps the RM forgot: a job's app that the last good poll no longer lists (the RM evicted it
+     or lost its state) is looked up by id; unknown to the RM, the job fails and frees its CPUs,
+     unlearned.
    * LIFETIME timeout (4.6) at the deadline for jobs above ``drop_threshold`` tasks, at
      ``deadline + job_overrun_factor * deadline_s`` for smaller ones (``policies.md``: smaller
      violators run on so their outcome still teaches the estimator). Retried until set.
    * kill (4.3) of jobs the policy killed or the user cancelled; the final app record is stored
-     and learned from in the same transaction.
+     and ends the job in the same transaction. A reserved id the RM does not know yet keeps the
+     job cancelling/killing for ``LANDING_GRACE_MS`` after the reservation, in case its
+     ``POST /apps`` is still in flight.
 
 Mode: ``observe`` never writes to YARN (``POST /jobs`` is refused, tagged apps are still learned
 from); ``advise`` and ``enforce`` run jobs submitted through the sidecar, which the user handed
@@ -123,6 +131,11 @@ class ServiceOptions:
     harness: Harness | None = None
     writes_enabled: bool = True
     kill_wait_s: float = 10.0
+
+
+# How long after reserving an id a timed-out POST /apps may still land. The client gives up after
+# its timeout (seconds); a request queued behind a busy RM lands well within this.
+LANDING_GRACE_MS = 300_000
 
 
 class AdmissionService(LoopService):
@@ -278,6 +291,10 @@ class AdmissionService(LoopService):
     # ---- the tick ------------------------------------------------------------------------------
 
     async def run_once(self, now_ms: int) -> None:
+        try:
+            await self._check_unseen()
+        except RMUnavailable as exc:
+            self.log.warning("RM unavailable, unseen apps are looked up next tick: %s", exc)
         self.last_learn = await asyncio.to_thread(self._learn, now_ms)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
         self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
@@ -303,6 +320,7 @@ class AdmissionService(LoopService):
                 await self._act_on(t.KILLING, t.CANCELLING)
                 await self._act_on(t.ADMITTED, t.SUBMITTING)
                 await self._act_on(t.SUBMITTED)
+                await self._kill_strays()
             except RMUnavailable as exc:
                 self.log.warning("RM unavailable, YARN actions wait for the next tick: %s", exc)
 
@@ -340,25 +358,33 @@ class AdmissionService(LoopService):
         if mine:
             await self._adopt(job, mine)
             return
-        new = await self.rm.new_application()
-        expiry = self.lifetime_expiry_ms(job)
-        if not await asyncio.to_thread(self._reserve, job, new.app_id, expiry):
-            return
+        if job.state == t.SUBMITTING and job.app_id is not None:
+            # An earlier POST /apps of the reserved id may still land (it timed out, or we
+            # crashed): submit the same id again, never a fresh one, so at most one app exists.
+            app_id, expiry = job.app_id, job.lifetime_expiry_ms or self.lifetime_expiry_ms(job)
+        else:
+            app_id, expiry = (await self.rm.new_application()).app_id, self.lifetime_expiry_ms(job)
+            if not await asyncio.to_thread(self._reserve, job, app_id, expiry):
+                return
+        await self._submit_reserved(job, app_id, expiry)
+
+    async def _submit_reserved(self, job: Job, app_id: str, expiry: int) -> None:
         try:
-            context = build_context(_launch(job), new.app_id, self.options.harness)
+            context = build_context(_launch(job), app_id, self.options.harness)
         except (TemplateUnavailable, ValueError, OSError) as exc:
-            await asyncio.to_thread(self._fail, job.id, new.app_id, f"cannot build it: {exc}")
+            await asyncio.to_thread(self._fail, job.id, app_id, f"cannot build it: {exc}")
             return
         try:
             await self.rm.submit_application(context)
         except RMRejected as exc:
-            await asyncio.to_thread(self._fail, job.id, new.app_id, exc.message)
-            return
-        if not await asyncio.to_thread(self._mark_submitted, job, new.app_id, expiry):
+            if not _already_submitted(exc):
+                await asyncio.to_thread(self._fail, job.id, app_id, exc.message)
+                return
+        if not await asyncio.to_thread(self._mark_submitted, job, app_id, expiry):
             # Killed or cancelled while we were submitting: the app must not run on.
-            await self.rm.kill_application(new.app_id, "job ended before submission completed", 0)
+            await self.rm.kill_application(app_id, "job ended before submission completed", 0)
             return
-        await self._set_timeout_at(job.id, new.app_id, expiry)
+        await self._set_timeout_at(job.id, app_id, expiry)
 
     def lifetime_expiry_ms(self, job: Job) -> int:
         """When YARN's LIFETIME timeout kills the job's app."""
@@ -400,15 +426,17 @@ class AdmissionService(LoopService):
     async def _adopt(self, job: Job, apps: Sequence[AppRecord]) -> None:
         """Take the job's existing app (a restart after submit); extra ones are duplicates."""
         keep, *extra = sorted(apps, key=lambda a: (a.submitted_ms or 0, a.app_id))
+        killed: list[str] = []
         for dup in extra:
             if not dup.is_finished:
                 await self.rm.kill_application(dup.app_id, f"duplicate of {keep.app_id}", 0)
+                killed.append(dup.app_id)
         expiry = self.lifetime_expiry_ms(job)
-        adopted = await asyncio.to_thread(self._store_adoption, job, keep, expiry)
+        adopted = await asyncio.to_thread(self._store_adoption, job, keep, expiry, killed)
         if adopted and not keep.is_finished:
             await self._set_timeout_at(job.id, keep.app_id, expiry)
 
-    def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int) -> bool:
+    def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int, killed: list[str]) -> bool:
         now = self.clock()
         with self._db_lock, transaction(self.sessions) as session:
             won = jobs_repo.transition_app(
@@ -421,8 +449,9 @@ class AdmissionService(LoopService):
                 record_step(
                     session, self.cfg, job.id, "adopt",
                     f"YARN already had {app.app_id} tagged {t.job_tag(job.id)}: adopted, "
-                    "not submitted again", now,
-                    cpus=job.granted_cpus or 0, app_id=app.app_id, app_state=app.state,
+                    "not submitted again" + (f"; killed duplicates {killed}" if killed else ""),
+                    now, cpus=job.granted_cpus or 0, app_id=app.app_id, app_state=app.state,
+                    killed_duplicates=killed,
                 )  # fmt: skip
                 self._store_app(session, app, now)
             return won
@@ -468,12 +497,23 @@ class AdmissionService(LoopService):
                 job.app_id, f"yarn-sidecar: {why}", self.options.kill_wait_s
             )
         except RMNotFound:
-            # The id was reserved but never submitted (a crash between the two calls).
-            await asyncio.to_thread(self._end_without_app, job, f"{job.app_id} never reached YARN")
+            # Reserved but not on YARN: a POST /apps that timed out may still land, so the job
+            # stays cancelling/killing (retried each tick) until the grace has passed. An app
+            # landing even later is killed by the stray sweep (``_kill_strays``).
+            if not await asyncio.to_thread(self._may_still_land, job):
+                why = f"{job.app_id} never reached YARN"
+                await asyncio.to_thread(self._end_without_app, job, why)
             return
         if state in FINAL_APP_STATES:
             record = await self.rm.app(job.app_id)
             await asyncio.to_thread(self._store_final, record)
+
+    def _may_still_land(self, job: Job) -> bool:
+        if job.yarn_submitted_ms is not None:
+            return False  # the RM had it and dropped it since: nothing is in flight
+        with self.sessions() as session:
+            reserved = jobs_repo.last_step_ms(session, job.id, "reserve")
+        return reserved is not None and self.clock() - reserved < LANDING_GRACE_MS
 
     def _end_without_app(self, job: Job, why: str) -> None:
         now = self.clock()
@@ -481,6 +521,74 @@ class AdmissionService(LoopService):
         with transaction(self.sessions) as session:
             if jobs_repo.transition(session, job.id, [job.state], now, state=end):
                 record_step(session, self.cfg, job.id, end, why, now, app_id=job.app_id)
+
+    # ---- apps the RM dropped or that should not run -------------------------------------------
+
+    async def _check_unseen(self) -> None:
+        """Look up, by id, each job's app that the last good poll no longer listed."""
+        for job_id, app_id in await asyncio.to_thread(self._unseen):
+            try:
+                record = await self.rm.app(app_id)
+            except RMNotFound:
+                await asyncio.to_thread(self._forgotten, job_id, app_id)
+                continue
+            # Still known (e.g. it ended before the poller's finished window): the learning
+            # pass ends the job from this record.
+            await asyncio.to_thread(self._store_seen, record)
+
+    def _unseen(self) -> list[tuple[str, str]]:
+        with self.sessions() as session:
+            states = [t.SUBMITTED, t.KILLING, t.CANCELLING]
+            return jobs_repo.unseen_job_apps(session, self.cfg.cluster_name, states)
+
+    def _store_seen(self, record: AppRecord) -> None:
+        with self._db_lock, transaction(self.sessions) as session:
+            self._store_app(session, record, self.clock())
+
+    def _forgotten(self, job_id: str, app_id: str) -> None:
+        """The RM no longer knows the app (evicted after its end, or its state store was lost):
+        its outcome is unknowable, so the job fails, frees its CPUs and teaches nothing."""
+        now = self.clock()
+        reason = (
+            f"application {app_id} unknown to the RM: it dropped the app before its end was seen"
+        )
+        with self._db_lock, transaction(self.sessions) as session:
+            if jobs_repo.transition(
+                session, job_id, [t.SUBMITTED, t.KILLING, t.CANCELLING], now,
+                state=t.FAILED, reason=reason, app_state=None,
+            ):  # fmt: skip
+                record_step(session, self.cfg, job_id, "fail", reason, now, app_id=app_id)
+
+    async def _kill_strays(self) -> None:
+        """Kill live apps tagged for a job that are not its current app (the duplicate of an
+        ambiguous submit) or whose job already ended, as the latest good poll listed them."""
+        for job_id, app_id, why in await asyncio.to_thread(self._strays):
+            try:
+                await self.rm.kill_application(app_id, f"yarn-sidecar: {why}", 0)
+            except RMNotFound:
+                continue
+            await asyncio.to_thread(self._record_stray, job_id, app_id, why)
+
+    def _strays(self) -> list[tuple[str, str, str]]:
+        with self.sessions() as session:
+            found = []
+            for app in jobs_repo.live_job_tagged_apps(session, self.cfg.cluster_name):
+                job_id = t.job_id_of(app.tags.split(","))
+                job = None if job_id is None else jobs_repo.get_job(session, job_id)
+                # Jobs still being submitted are settled by adoption, not here.
+                if job is None or job.state in (t.QUEUED, t.ADMITTED, t.SUBMITTING):
+                    continue
+                if job.state in t.FINAL_STATES:
+                    found.append((job.id, app.app_id, f"job {job.id} already {job.state}"))
+                elif app.app_id != job.app_id:
+                    found.append((job.id, app.app_id, f"duplicate of {job.app_id}"))
+            return found
+
+    def _record_stray(self, job_id: str, app_id: str, why: str) -> None:
+        now = self.clock()
+        with transaction(self.sessions) as session:
+            record_step(session, self.cfg, job_id, "kill-stray", f"killed {app_id}: {why}", now,
+                        app_id=app_id)  # fmt: skip
 
     def _store_final(self, record: AppRecord) -> None:
         """Store the app's final record and run the learning pass that finishes its job."""
@@ -495,6 +603,16 @@ class AdmissionService(LoopService):
 
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+
+def _already_submitted(exc: RMRejected) -> bool:
+    """An RM that refuses a re-submitted id because it already has it: the submit succeeded.
+
+    ``ClientRMService`` answers a known id with success; a recovering RM's ``RMAppManager`` may
+    instead say it is "already present".
+    """
+    message = exc.message.lower()
+    return "already present" in message or "already exists" in message
 
 
 def _job_row(new: NewJob, now_ms: int) -> Job:

@@ -2,8 +2,9 @@
 
 It behaves like the RM where the service depends on it: ids come from new-application, a
 submission creates an app carrying the context's tags (lower-cased), kill answers the final
-state, an unknown id raises ``RMNotFound``. ``submit_fault`` simulates a crash window: ``lost``
-(the request never reached the RM) or ``ambiguous`` (the RM applied it, the answer was lost).
+state, an unknown id raises ``RMNotFound``, a re-submit of a known id is ignored (as
+``ClientRMService`` does). ``submit_fault`` simulates a crash window: ``lost`` (the request never
+reached the RM) or ``ambiguous`` (the RM applied it, the answer was lost).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ class FakeRM:
         if fault == "lost":
             raise RMUnavailable("POST /apps may or may not have been applied: connect failed")
         app_id = str(context["application-id"])
+        if app_id in self.apps_by_id:
+            return  # ClientRMService answers a re-submit of a known id with success, ignoring it
         self.submits.append(app_id)
         self.contexts[app_id] = dict(context)
         self.apps_by_id[app_id] = _record(app_id, context, self.now_ms)
