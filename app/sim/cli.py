@@ -26,6 +26,7 @@ from app.sim import deadlines, experiment, registry, report, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
 from app.sim.runner import SimResult
+from app.sim.tasks import MODELS
 
 
 class ProgressBar:
@@ -86,6 +87,12 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--synthetic-jobs", type=int, default=500)
     p.add_argument("--swim-mib-per-s", type=float, default=32.0, help="SWIM bytes/vcore-second")
     p.add_argument("--interval", type=float, default=60.0, help="queue policy interval T (s)")
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="fluid",
+        help="cluster model: fluid fair share (default) or tasks (non-preemptive containers)",
+    )
     p.add_argument(
         "--param",
         action="append",
@@ -186,6 +193,7 @@ class _Prepared:
             "limit_jobs": a.limit_jobs,
             "queue_by": a.queue_by,
             "interval_s": a.interval,
+            "model": a.model,
             "params": self.params,
         }
 
@@ -203,6 +211,7 @@ class _Prepared:
                 interval_s=self.args.interval,
                 progress=bar,
                 start_s=self.jobs[0].submit_s,
+                model=self.args.model,
             )
         finally:
             bar.close()

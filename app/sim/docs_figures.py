@@ -1,6 +1,7 @@
 """Small PNG figures for ``docs/evaluation.md`` from ``simulate compare`` outputs.
 
     .venv/bin/python -m app.sim.docs_figures reports/eval docs/img
+    .venv/bin/python -m app.sim.docs_figures reports/eval-tasks docs/img sim_tasks_justice
 
 Reads ``<eval>/justice-<cap>-<deadlines>/compare.json`` (the thesis' Figures 5.4 to 5.6 as
 grouped bars of SDR, PTR and WTR per deadline type), ``<eval>/fawkes-swim/compare.json`` (Fawkes
@@ -29,7 +30,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return results
 
 
-def justice_figure(eval_dir: Path, cap: str, out: Path) -> None:
+def justice_figure(eval_dir: Path, cap: str, out: Path, title: str = "") -> None:
     """SDR, PTR and WTR per deadline type and allocator at one capacity."""
     fig, axes = plt.subplots(1, 3, figsize=(10, 2.8), sharey=True)
     width = 0.8 / len(ALLOCATORS)
@@ -44,7 +45,7 @@ def justice_figure(eval_dir: Path, cap: str, out: Path) -> None:
         ax.set_title(metric.upper(), fontsize=9)
         ax.set_ylim(0, 1.05)
     axes[0].legend(fontsize=6, loc="lower left")
-    fig.suptitle(f"Google first 19 h, capacity {cap}% of peak", fontsize=9, y=1.04)
+    fig.suptitle(f"Google first 19 h, capacity {cap}% of peak{title}", fontsize=9, y=1.04)
     fig.savefig(out, dpi=70, bbox_inches="tight")
     plt.close(fig)
 
@@ -65,13 +66,16 @@ def fawkes_figure(eval_dir: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``main(["reports/eval", "docs/img"])``."""
+    """``main(["reports/eval", "docs/img"])``; a third argument renames the Justice figures
+    (``sim_tasks_justice`` for the task-model runs)."""
     args = sys.argv[1:] if argv is None else argv
     eval_dir, out = Path(args[0]), Path(args[1])
+    prefix = args[2] if len(args) > 2 else "sim_justice"
+    title = ", task model" if prefix != "sim_justice" else ""
     out.mkdir(parents=True, exist_ok=True)
     for cap in ("5", "25", "50"):
         if (eval_dir / f"justice-{cap}-Fixed2x" / "compare.json").exists():
-            justice_figure(eval_dir, cap, out / f"sim_justice_{cap}pct.png")
+            justice_figure(eval_dir, cap, out / f"{prefix}_{cap}pct.png", title)
     if (eval_dir / "fawkes-swim" / "compare.json").exists():
         fawkes_figure(eval_dir, out / "sim_fawkes_swim.png")
     return 0

@@ -101,8 +101,10 @@ def run_policy(
     interval_s: float = 60.0,
     progress: Progress | None = None,
     start_s: float | None = None,
+    model: str = "fluid",
 ) -> SimResult:
-    """Simulate ``jobs`` under the policy called ``name``."""
+    """Simulate ``jobs`` under the policy called ``name`` on the cluster ``model``
+    (``app.sim.tasks.MODELS``)."""
     queues = sorted({j.queue for j in jobs})
     setup = registry.build(name, queues, params, interval_s=interval_s)
     sim = Simulation(
@@ -112,6 +114,7 @@ def run_policy(
         queue_policy=setup.queue_policy,
         progress=progress,
         start_s=start_s,
+        model=model,
     )
     result = sim.run()
     result.decisions = dict(getattr(setup.allocator, "decisions", {}))

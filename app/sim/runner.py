@@ -20,6 +20,7 @@ from app.sim import metrics
 from app.sim.cluster import Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_ARRIVAL, PRIORITY_CONTROL, PRIORITY_SAMPLE, Engine
 from app.sim.jobs import JobRun, SimJob, Status
+from app.sim.tasks import make_cluster
 
 
 class SimContext(Protocol):
@@ -179,6 +180,7 @@ class Simulation:
         sample_s: float = 60.0,
         progress: Progress | None = None,
         start_s: float | None = None,
+        model: str = "fluid",
     ) -> None:
         self._jobs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         self.allocator = allocator
@@ -187,7 +189,7 @@ class Simulation:
         self._progress = progress
         first = self._jobs[0].submit_s if self._jobs else 0.0
         self._engine = Engine(first if start_s is None else min(start_s, first))
-        self._cluster = Cluster(self._engine, spec, self._on_end)
+        self._cluster = make_cluster(model, self._engine, spec, self._on_end)
         self._cluster.on_begin = self._on_begin
         self._next = 0
         self._live: dict[int, JobRun] = {}

@@ -85,4 +85,3 @@ def test_long_term_fairness_on_google_users(tmp_path: Path) -> None:
     )
     assert set(got) == {"ltrf", "mlrf", "rrf"}
     assert all(0.0 < r["utilization"] <= 1.0 + 1e-9 for r in got.values())
-

@@ -15,9 +15,7 @@ from app.sim.jobs import SimJob
 
 # The traces live in shared/ beside the repository (as in CI); YARN_SIDECAR_TRACES overrides.
 TRACES = Path(
-    os.environ.get(
-        "YARN_SIDECAR_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces"
-    )
+    os.environ.get("YARN_SIDECAR_TRACES", Path(__file__).resolve().parents[3] / "shared" / "traces")
 )
 needs_traces = pytest.mark.skipif(
     not TRACES.exists() and os.environ.get("CI") != "true",

@@ -28,7 +28,9 @@ def _rounds(draw: st.DrawFn) -> tuple[dict[str, float], list[dict[str, float]], 
     rounds = draw(
         st.lists(st.dictionaries(st.sampled_from(names), _amount), min_size=1, max_size=8)
     )
-    capacity = draw(st.floats(0, 300, allow_nan=False))
+    # Zero, or at least a thousandth of a unit: below that an absolute tolerance of 1e-6 can no
+    # longer tell a tiny but correct share from none (YARN resources are whole vcores and MB).
+    capacity = draw(st.one_of(st.just(0.0), st.floats(1e-3, 300, allow_nan=False)))
     return weights, rounds, capacity
 
 
