@@ -39,6 +39,14 @@ def test_export_openapi_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
         ["poll-once", "--help"],
         ["export-openapi", "--help"],
         ["policy", "run", "--help"],
+        ["policy", "preview", "--help"],
+        ["simulate", "--help"],
+        ["simulate", "compare", "--help"],
+        ["decisions", "list", "--help"],
+        ["decisions", "show", "--help"],
+        ["jobs", "list", "--help"],
+        ["jobs", "submit", "--help"],
+        ["jobs", "cancel", "--help"],
     ],
 )
 def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
