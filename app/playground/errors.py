@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from app.policies.base import PolicyError
+
+_T = TypeVar("_T")
 
 
 class ScenarioError(ValueError):
@@ -66,3 +70,11 @@ def as_str(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise ScenarioError(where, f"must be a string, got {value!r}")
     return value
+
+
+def from_policy(where: str, make: Callable[[], _T]) -> _T:
+    """Run a policy call; its ``PolicyError`` becomes a ``ScenarioError`` under ``where``."""
+    try:
+        return make()
+    except PolicyError as exc:
+        raise ScenarioError(f"{where}.{exc.field}" if where else exc.field, exc.message) from exc

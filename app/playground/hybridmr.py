@@ -30,8 +30,8 @@ Output: ``{"policy": "hybridmr", "estimates": [Estimate], "placements": [Placeme
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.playground.errors import (
     ScenarioError,
@@ -40,10 +40,10 @@ from app.playground.errors import (
     as_number,
     as_str,
     check_keys,
+    from_policy,
     require,
 )
 from app.policies import hybridmr as policy
-from app.policies.base import PolicyError
 
 _PARAM_KEYS = ("unknown_placement", "combine", "throttle_share")
 _TOP_KEYS = (
@@ -64,20 +64,11 @@ _PROFILE_KEYS = (
     "reduce_s",
     "total_s",
 )
-_T = TypeVar("_T")
-
-
-def _build(where: str, make: Callable[[], _T]) -> _T:
-    """Run a policy constructor; its ``PolicyError`` becomes a ``ScenarioError`` under ``where``."""
-    try:
-        return make()
-    except PolicyError as exc:
-        raise ScenarioError(f"{where}.{exc.field}" if where else exc.field, exc.message) from exc
 
 
 def _params(scenario: Mapping[str, Any]) -> policy.HybridParams:
     values = {k: scenario[k] for k in _PARAM_KEYS if k in scenario}
-    return _build("", lambda: policy.make_params(values))
+    return from_policy("", lambda: policy.make_params(values))
 
 
 def _profile(raw: Any, where: str) -> policy.Observation:
@@ -88,7 +79,7 @@ def _profile(raw: Any, where: str) -> policy.Observation:
     job_class = as_str(row["job_class"], f"{where}.job_class")
     partition = as_str(row["partition"], f"{where}.partition")
     nums = {k: as_number(row[k], f"{where}.{k}") for k in _PROFILE_KEYS[2:]}
-    return _build(where, lambda: policy.Observation(job_class, partition, **nums))
+    return from_policy(where, lambda: policy.Observation(job_class, partition, **nums))
 
 
 def _db(scenario: Mapping[str, Any]) -> policy.ProfileDB:
@@ -113,7 +104,9 @@ def _estimate(
     size = as_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
     nodes = as_number(require(body, "cluster_size", where), f"{where}.cluster_size", positive=True)
     partition = as_str(body.get("partition", "virtual"), f"{where}.partition")
-    return _build(where, lambda: policy.estimate(db, job_class, size, nodes, partition, params))
+    return from_policy(
+        where, lambda: policy.estimate(db, job_class, size, nodes, partition, params)
+    )
 
 
 def _job(raw: Any, where: str) -> tuple[policy.Job, float | None]:
@@ -123,7 +116,7 @@ def _job(raw: Any, where: str) -> tuple[policy.Job, float | None]:
     job_class = as_str(require(body, "job_class", where), f"{where}.job_class")
     size = as_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
     workload = as_str(body.get("workload", "batch"), f"{where}.workload")
-    job = _build(where, lambda: policy.Job(job_id, job_class, size, workload))
+    job = from_policy(where, lambda: policy.Job(job_id, job_class, size, workload))
     if "desired_s" in body:
         return job, as_number(body["desired_s"], f"{where}.desired_s", positive=True)
     if workload == "batch":
@@ -168,7 +161,7 @@ def _arbitration(
     tasks = [
         _task(t, v, f"{where}.tasks.{t}", known) for t, v in _named(body, "tasks", where).items()
     ]
-    return _build(where, lambda: policy.arbitrate(apps, tasks, nodes, params))
+    return from_policy(where, lambda: policy.arbitrate(apps, tasks, nodes, params))
 
 
 def _node(name: str, raw: Any, where: str) -> policy.Node:
@@ -176,7 +169,7 @@ def _node(name: str, raw: Any, where: str) -> policy.Node:
     check_keys(body, ("capacity", "interactive_load"), where)
     capacity = as_number(require(body, "capacity", where), f"{where}.capacity", minimum=0)
     load = as_number(body.get("interactive_load", 0.0), f"{where}.interactive_load", minimum=0)
-    return _build(where, lambda: policy.Node(name, capacity, load))
+    return from_policy(where, lambda: policy.Node(name, capacity, load))
 
 
 def _on_node(body: Mapping[str, Any], where: str, known: set[str]) -> str:
@@ -192,7 +185,7 @@ def _app(name: str, raw: Any, where: str, known: set[str]) -> policy.Interactive
     node = _on_node(body, where, known)
     metric = as_number(require(body, "metric", where), f"{where}.metric", minimum=0)
     sla = as_number(require(body, "sla", where), f"{where}.sla", positive=True)
-    return _build(where, lambda: policy.InteractiveApp(name, node, metric, sla))
+    return from_policy(where, lambda: policy.InteractiveApp(name, node, metric, sla))
 
 
 def _task(name: str, raw: Any, where: str, known: set[str]) -> policy.BatchTask:
@@ -202,7 +195,7 @@ def _task(name: str, raw: Any, where: str, known: set[str]) -> policy.BatchTask:
     node = _on_node(body, where, known)
     vcores = as_number(require(body, "vcores", where), f"{where}.vcores", minimum=0)
     weight = as_number(require(body, "interference", where), f"{where}.interference", minimum=0)
-    return _build(where, lambda: policy.BatchTask(name, job, node, vcores, weight))
+    return from_policy(where, lambda: policy.BatchTask(name, job, node, vcores, weight))
 
 
 def run(scenario: Mapping[str, Any]) -> dict[str, Any]:

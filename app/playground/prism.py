@@ -27,8 +27,8 @@ Output: ``{"policy": "prism", "node", "now_s", "picks": [{"step", "job", "task",
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from app.playground.errors import (
     ScenarioError,
@@ -36,27 +36,18 @@ from app.playground.errors import (
     as_number,
     as_str,
     check_keys,
+    from_policy,
     require,
 )
 from app.policies import prism as policy
-from app.policies.base import PolicyError
 
 _PARAM_KEYS = ("alpha", "epsilon", "urgency_a", "top_k", "share")
 _TOP_KEYS = ("policy", *_PARAM_KEYS, "now_s", "node", "jobs", "paused")
-_T = TypeVar("_T")
-
-
-def _build(where: str, make: Callable[[], _T]) -> _T:
-    """Run a policy call; its ``PolicyError`` becomes a ``ScenarioError`` under ``where``."""
-    try:
-        return make()
-    except PolicyError as exc:
-        raise ScenarioError(f"{where}.{exc.field}" if where else exc.field, exc.message) from exc
 
 
 def _params(scenario: Mapping[str, Any]) -> policy.PrismParams:
     values = {k: scenario[k] for k in _PARAM_KEYS if k in scenario}
-    return _build("", lambda: policy.make_params(values))
+    return from_policy("", lambda: policy.make_params(values))
 
 
 def _demand(raw: Any, where: str) -> policy.Demand:
@@ -73,7 +64,7 @@ def _node(scenario: Mapping[str, Any]) -> policy.NodeView:
     node_id = as_str(body.get("id", "node"), "node.id")
     capacity = _demand(require(body, "capacity", "node"), "node.capacity")
     free = _demand(require(body, "free", "node"), "node.free")
-    return _build("", lambda: policy.NodeView(node_id, capacity, free))
+    return from_policy("", lambda: policy.NodeView(node_id, capacity, free))
 
 
 def _phase(raw: Any, where: str) -> policy.PhaseProfile:
@@ -135,7 +126,7 @@ def _paused_task(name: str, raw: Any, known: set[str], now_s: float) -> policy.P
     since = as_number(require(task, "paused_since_s", where), f"{where}.paused_since_s")
     if since > now_s:
         raise ScenarioError(f"{where}.paused_since_s", f"is after now_s ({now_s:g})")
-    return _build(where, lambda: policy.PausedTask(name, job, phase, since))
+    return from_policy(where, lambda: policy.PausedTask(name, job, phase, since))
 
 
 def _paused(
@@ -156,7 +147,7 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     node = _node(scenario)
     jobs = _jobs(scenario)
     paused = _paused(scenario, jobs, now_s)
-    result = _build("", lambda: policy.schedule(node, jobs, paused, now_s, params))
+    result = from_policy("", lambda: policy.schedule(node, jobs, paused, now_s, params))
     return {"policy": "prism", "now_s": now_s, **result.to_dict()}
 
 
