@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from app.api.deps import SessionDep
+from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
 from app.api.schemas import AppOut, AppPage, ErrorOut, ms_to_dt
 from app.db import repo
@@ -73,11 +74,7 @@ def list_apps(
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> AppPage:
     """Recorded applications, newest submission first."""
-    if state is not None and state.upper() not in APP_STATES:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"state: must be one of {', '.join(APP_STATES)}, got {state!r}",
-        )
+    require_choice(state.upper() if state else None, APP_STATES, "state")
     flt = repo.AppFilter(
         queue=queue,
         user=user,
@@ -86,10 +83,8 @@ def list_apps(
         submitted_from_ms=to_ms(submitted_from) if submitted_from else None,
         submitted_to_ms=to_ms(submitted_to) if submitted_to else None,
     )
-    try:
+    with cursor_errors():
         rows, next_cursor = repo.list_apps(session, flt, limit, cursor)
-    except repo.InvalidCursor as exc:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"cursor: {exc}") from exc
     return AppPage(items=[app_out(r) for r in rows], next_cursor=next_cursor)
 
 

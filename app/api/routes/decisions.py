@@ -10,9 +10,10 @@ from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from app.api.control_schemas import DecisionDetail, DecisionPage, DecisionSummary
 from app.api.deps import SessionDep
+from app.api.params import cursor_errors
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt
-from app.db import control_repo, repo
+from app.db import control_repo
 from app.db.models import Decision
 
 router = APIRouter(tags=["decisions"])
@@ -53,10 +54,8 @@ def list_decisions(
         since_ms=to_ms(since) if since else None,
         until_ms=to_ms(until) if until else None,
     )
-    try:
+    with cursor_errors():
         rows, next_cursor = control_repo.list_decisions(session, flt, limit, cursor)
-    except repo.InvalidCursor as exc:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"cursor: {exc}") from exc
     return DecisionPage(items=[summary(r) for r in rows], next_cursor=next_cursor)
 
 

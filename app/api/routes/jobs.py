@@ -17,10 +17,11 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import SessionDep, StateDep
 from app.api.jobs_schemas import JobAccepted, JobDecisionOut, JobDetail, JobIn, JobOut, JobPage
+from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt, ms_to_utc
 from app.api.state import SidecarState
-from app.db import jobs_repo, repo
+from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
 from app.jobs.tags import JOB_STATES, requested_tasks
 from app.services.admission import AdmissionService, JobRejected, NewJob
@@ -185,21 +186,15 @@ def list_jobs(
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> JobPage:
     """Jobs, newest submission first."""
-    if state is not None and state not in JOB_STATES:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT,
-            f"state: must be one of {', '.join(JOB_STATES)}, got {state!r}",
-        )
+    require_choice(state, JOB_STATES, "state")
     flt = jobs_repo.JobFilter(
         state=state,
         queue=queue,
         submitted_from_ms=to_ms(submitted_from) if submitted_from else None,
         submitted_to_ms=to_ms(submitted_to) if submitted_to else None,
     )
-    try:
+    with cursor_errors():
         rows, next_cursor = jobs_repo.list_jobs(session, flt, limit, cursor)
-    except repo.InvalidCursor as exc:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, f"cursor: {exc}") from exc
     return JobPage(items=[job_out(r) for r in rows], next_cursor=next_cursor)
 
 
