@@ -13,8 +13,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-from app.policies import fawkes, ltrf
-from app.policies.fawkes import FawkesParams, FawkesState, FawkesTick, QueueSample
+from app.policies.fawkes import core as fawkes
+from app.policies.fawkes.core import FawkesParams, FawkesState, FawkesTick, QueueSample
+from app.policies.ltrf import core as ltrf
 
 
 def _fawkes_case(n: int, rng: random.Random) -> Callable[[], object]:

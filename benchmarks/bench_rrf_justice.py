@@ -13,9 +13,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-from app.policies import justice, rrf
-from app.policies.justice import EstimatorState, Job, JobOutcome, RunningJob
-from app.policies.rrf import Res, Tenant
+from app.policies.justice import core as justice
+from app.policies.justice.core import EstimatorState, Job, JobOutcome, RunningJob
+from app.policies.rrf import core as rrf
+from app.policies.rrf.core import Res, Tenant
 
 
 def _tenants(n: int, rng: random.Random) -> dict[str, Tenant]:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.jobs.tags import DEFAULT_BLOCK_SIZE, MAX_USER_TAGS, TAG_PATTERN, is_reserved
+from app.domain.tags import DEFAULT_BLOCK_SIZE, MAX_USER_TAGS, TAG_PATTERN, is_reserved
 
 MAX_DEADLINE_S = 366 * 24 * 3600.0
 

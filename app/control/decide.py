@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.control.config import ControlConfig
-from app.control.inputs import PolicyInputs, QueueInputs
-from app.policies import fawkes, ltrf, rrf
+from app.domain.observation import PolicyInputs, QueueInputs
 from app.policies.base import PolicyError
+from app.policies.fawkes import core as fawkes
+from app.policies.ltrf import core as ltrf
+from app.policies.rrf import core as rrf
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
-from app.control.inputs import ClusterTotals, SamplePoint
-from app.policies import ltrf
+from app.domain.observation import ClusterTotals, SamplePoint
+from app.policies.ltrf import core as ltrf
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,8 @@ from app.control.budget import (
     within_bounds,
 )
 from app.control.drift import QueueValues, normalise
-from app.policies import rrf
 from app.policies.rounding import capacity_hundredths
+from app.policies.rrf import core as rrf
 
 CAPACITY = "capacity"
 MAX_CAPACITY = "maximum-capacity"

@@ -12,11 +12,11 @@ from typing import Any
 from sqlalchemy import and_, func, insert, or_, select
 from sqlalchemy.orm import Session
 
-from app.control.inputs import ClusterTotals, SamplePoint
 from app.control.ledger import LedgerRow
 from app.db.control_models import ConfigPush, ControlConfig, LedgerEntry, PolicyState
 from app.db.models import Application, Decision, NodeSample, Queue, QueueSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
+from app.domain.observation import ClusterTotals, SamplePoint
 
 # ---- operator configuration and policy state -------------------------------------------------
 

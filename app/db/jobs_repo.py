@@ -19,7 +19,7 @@ from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, Job
 from app.db.models import Application, Cluster, NodeSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
-from app.jobs.tags import (
+from app.domain.tags import (
     CANCELLED,
     DEADLINE_TAG,
     FAILED,
@@ -29,7 +29,7 @@ from app.jobs.tags import (
     KILLED,
     QUEUED,
 )
-from app.policies import justice
+from app.policies.justice import core as justice
 
 ESTIMATOR_ID = 1
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.jobs.tags import deadline_tag, job_tag
+from app.domain.tags import deadline_tag, job_tag
 from app.yarn.workload import AppSpec, Harness, build_submission_context, stage_shell_command
 
 SLEEP = "sleep"

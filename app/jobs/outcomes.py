@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.jobs.tags import DeadlineTags, mean_parallelism, parse_deadline_tags
-from app.policies.justice import JobOutcome
+from app.domain.tags import DeadlineTags, mean_parallelism, parse_deadline_tags
+from app.policies.justice.core import JobOutcome
 
 
 @dataclass(frozen=True, slots=True)

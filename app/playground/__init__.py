@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from app.playground.errors import ScenarioError
+from app.policies.scenario import ScenarioError
 
-# policy name in the scenario -> module under app.playground that runs it
+# policy name in the scenario -> the policy folder whose scenario.py reads it
 _MODULES: dict[str, str] = {
     "fawkes": "fawkes",
     "ltrf": "ltrf",
@@ -56,7 +56,7 @@ def _module_for(scenario: Mapping[str, Any]) -> _ScenarioModule:
         raise ScenarioError(
             "policy", f"must be one of {', '.join(sorted(_MODULES))}, got {policy!r}"
         )
-    module = importlib.import_module(f"app.playground.{_MODULES[policy]}")
+    module = importlib.import_module(f"app.policies.{_MODULES[policy]}.scenario")
     return cast(_ScenarioModule, module)
 
 

@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from app.policies import fawkes, hybridmr, justice, ltrf, prism, rrf
 from app.policies.base import PolicyError, PolicySpec
+from app.policies.fawkes import core as fawkes
+from app.policies.hybridmr import core as hybridmr
+from app.policies.justice import core as justice
+from app.policies.ltrf import core as ltrf
+from app.policies.prism import core as prism
+from app.policies.rrf import core as rrf
 
 _MODULES = (fawkes, ltrf, rrf, justice, hybridmr, prism)
 

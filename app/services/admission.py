@@ -50,8 +50,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import jobs_repo, repo
 from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
+from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES, AppRecord
-from app.jobs import tags as t
 from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
 from app.jobs.rounds import (
     AdmissionConfig,

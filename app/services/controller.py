@@ -36,15 +36,15 @@ from app.control import config as control_config
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import PolicyOutcome, run_policy
 from app.control.drift import QueueValues, differences
-from app.control.inputs import PolicyInputs
 from app.control.ledger import LedgerStep, integrate
 from app.control.plan import Limits, Plan, absolute_plan, percent_plan, unchanged
 from app.db import control_repo, repo
 from app.db.control_models import ConfigPush
 from app.db.models import Decision
 from app.db.session import transaction
-from app.policies import ltrf
+from app.domain.observation import PolicyInputs
 from app.policies.base import PolicyError
+from app.policies.ltrf import core as ltrf
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.services.policy_inputs import load_inputs, load_polls
 from app.yarn.actuator import Actuator, LiveConfig, PushResult

@@ -1,8 +1,8 @@
 """Policy inputs and ledger polls from the poller's stored samples (issue 5, points 1 and 3).
 
-Reads only; the arithmetic is pure (``app.control.inputs``, ``app.control.ledger``). The window of
-a tick is ``(now - T, now]``: a sample taken exactly at the previous tick belongs to the previous
-interval.
+Reads only; the arithmetic is pure (``app.domain.observation``, ``app.control.ledger``). The
+window of a tick is ``(now - T, now]``: a sample taken exactly at the previous tick belongs to
+the previous interval.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from app.control.inputs import ClusterTotals, PolicyInputs, SamplePoint, build_inputs
 from app.control.ledger import Poll
 from app.db import control_repo
+from app.domain.observation import ClusterTotals, PolicyInputs, SamplePoint, build_inputs
 
 
 def load_inputs(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.policies import justice
+from app.policies.justice import core as justice
 from app.sim.cluster import PRIORITY_REPLAN
 from app.sim.jobs import JobRun, Status
 from app.sim.runner import SimContext

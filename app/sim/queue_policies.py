@@ -24,8 +24,9 @@ from typing import Any
 
 from app.control import config, decide
 from app.control.decide import PolicyOutcome
-from app.control.inputs import ClusterTotals, PolicyInputs, QueueInputs
-from app.policies import fawkes, ltrf
+from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
+from app.policies.fawkes import core as fawkes
+from app.policies.ltrf import core as ltrf
 from app.sim.runner import QueueDecision, QueueObservation
 
 CONTROLLER_POLICIES = ("ltrf", "mlrf", "rrf")

@@ -16,7 +16,7 @@ from app.api.jobs_schemas import EstimatorOut, ObservationList, ObservationOut
 from app.api.schemas import ms_to_utc
 from app.db import jobs_repo
 from app.jobs.rounds import capacity, config_from_settings, estimator_summary
-from app.policies.justice import EstimatorState
+from app.policies.justice.core import EstimatorState
 
 router = APIRouter(tags=["jobs"])
 

@@ -23,7 +23,7 @@ from app.api.schemas import ErrorOut, ms_to_dt, ms_to_utc
 from app.api.state import SidecarState
 from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
-from app.jobs.tags import JOB_STATES, requested_tasks
+from app.domain.tags import JOB_STATES, requested_tasks
 from app.services.admission import AdmissionService, JobRejected, NewJob
 
 router = APIRouter(tags=["jobs"])

@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.base import PolicyError
+from app.policies.fawkes import core as fawkes
+from app.policies.scenario import (
     ScenarioError,
     as_list,
     as_mapping,
@@ -27,8 +29,6 @@ from app.playground.errors import (
     check_keys,
     require,
 )
-from app.policies import fawkes
-from app.policies.base import PolicyError
 
 _PARAM_KEYS = ("weighting", "tau", "psi", "a", "interval_s")
 _TOP_KEYS = ("policy", *_PARAM_KEYS, "queues", "ticks")

@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.hybridmr import core as policy
+from app.policies.scenario import (
     ScenarioError,
     as_list,
     as_mapping,
@@ -43,7 +44,6 @@ from app.playground.errors import (
     from_policy,
     require,
 )
-from app.policies import hybridmr as policy
 
 _PARAM_KEYS = ("unknown_placement", "combine", "throttle_share")
 _TOP_KEYS = (

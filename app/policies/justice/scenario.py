@@ -19,7 +19,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.base import PolicyError
+from app.policies.justice import core as policy
+from app.policies.justice.core import (
+    Decision,
+    EstimatorState,
+    Job,
+    JobOutcome,
+    JusticeParams,
+    RunningJob,
+)
+from app.policies.scenario import (
     ScenarioError,
     as_list,
     as_mapping,
@@ -27,16 +37,6 @@ from app.playground.errors import (
     as_str,
     check_keys,
     require,
-)
-from app.policies import justice as policy
-from app.policies.base import PolicyError
-from app.policies.justice import (
-    Decision,
-    EstimatorState,
-    Job,
-    JobOutcome,
-    JusticeParams,
-    RunningJob,
 )
 
 _PARAM_KEYS = ("smoothing", "alpha", "drop_threshold", "error_history")

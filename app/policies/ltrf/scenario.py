@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.base import PolicyError
+from app.policies.ltrf import core as ltrf
+from app.policies.scenario import (
     ScenarioError,
     as_list,
     as_mapping,
@@ -21,8 +23,6 @@ from app.playground.errors import (
     check_keys,
     require,
 )
-from app.policies import ltrf
-from app.policies.base import PolicyError
 
 _TOP_KEYS = ("policy", "capacity", "discount", "queues", "rounds")
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.prism import core as policy
+from app.policies.scenario import (
     ScenarioError,
     as_mapping,
     as_number,
@@ -39,7 +40,6 @@ from app.playground.errors import (
     from_policy,
     require,
 )
-from app.policies import prism as policy
 
 _PARAM_KEYS = ("alpha", "epsilon", "urgency_a", "top_k", "share")
 _TOP_KEYS = ("policy", *_PARAM_KEYS, "now_s", "node", "jobs", "paused")

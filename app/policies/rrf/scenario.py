@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.playground.errors import (
+from app.policies.base import PolicyError
+from app.policies.rrf import core as policy
+from app.policies.rrf.core import RESOURCES, Res, Tenant
+from app.policies.scenario import (
     ScenarioError,
     as_mapping,
     as_number,
     check_keys,
     require,
 )
-from app.policies import rrf as policy
-from app.policies.base import PolicyError
-from app.policies.rrf import RESOURCES, Res, Tenant
 
 _TOP_KEYS = ("policy", "capacity", "tenants", "memory_mb_per_unit")
 _TENANT_KEYS = ("shares", "demand", "vms")

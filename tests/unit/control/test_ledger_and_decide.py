@@ -7,9 +7,9 @@ import pytest
 
 from app.control.config import ControlConfig
 from app.control.decide import run_fawkes, run_ltrf, run_rrf
-from app.control.inputs import ClusterTotals, PolicyInputs, QueueInputs, SamplePoint, average
 from app.control.ledger import Poll, integrate
-from app.policies import ltrf
+from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs, SamplePoint, average
+from app.policies.ltrf import core as ltrf
 
 TOTAL8 = ClusterTotals(8.0, 8192.0)
 

@@ -1,10 +1,10 @@
-"""Tags, states and parallelism of deadline jobs (``app.jobs.tags``)."""
+"""Tags, states and parallelism of deadline jobs (``app.domain.tags``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.jobs.tags import (
+from app.domain.tags import (
     DeadlineTags,
     deadline_tag,
     is_reserved,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
-from app.policies.justice import JobOutcome
+from app.policies.justice.core import JobOutcome
 
 T0 = 1_700_000_000_000
 

@@ -17,7 +17,7 @@ from app.db.models import Decision
 from app.db.session import transaction
 from app.domain.model import AppRecord, NodeState, Resources
 from app.jobs.rounds import AdmissionConfig
-from app.policies.justice import EstimatorState, make_params
+from app.policies.justice.core import EstimatorState, make_params
 from app.services.admission import AdmissionService, JobRejected, NewJob, ServiceOptions
 from tests.conftest import Db
 from tests.factories import app as app_record

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from app.policies import fawkes
 from app.policies.base import PolicyError
-from app.policies.fawkes import FawkesParams, FawkesState, FawkesTick, QueueSample
+from app.policies.fawkes import core as fawkes
+from app.policies.fawkes.core import FawkesParams, FawkesState, FawkesTick, QueueSample
 
 # One interval's averaged samples for three queues; every weighting below is computed by hand
 # from these numbers.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import fawkes
-from app.policies.fawkes import FawkesParams, FawkesState, FawkesTick, QueueSample
+from app.policies.fawkes import core as fawkes
+from app.policies.fawkes.core import FawkesParams, FawkesState, FawkesTick, QueueSample
 
 NAMES = ("q0", "q1", "q2", "q3", "q4", "q5")
 WEIGHTINGS = tuple(w for w in fawkes.WEIGHTINGS if w != "None")

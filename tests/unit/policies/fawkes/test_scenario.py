@@ -11,7 +11,7 @@ import pytest
 
 from app.playground import ScenarioError, load_scenario, render, run_scenario
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 
 def test_td_imbalanced_by_hand() -> None:

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import hybridmr as hm
 from app.policies.base import PolicyError
-from app.policies.hybridmr import (
+from app.policies.hybridmr import core as hm
+from app.policies.hybridmr.core import (
     BatchTask,
     HybridParams,
     InteractiveApp,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import justice
 from app.policies.base import PolicyError
-from app.policies.justice import EstimatorState, Job, JobOutcome, RunningJob
+from app.policies.justice import core as justice
+from app.policies.justice.core import EstimatorState, Job, JobOutcome, RunningJob
 
 CAP = 100
 MEAN = justice.make_params("justice", {"smoothing": "mean"})

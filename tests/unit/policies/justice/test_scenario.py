@@ -11,7 +11,7 @@ import pytest
 
 from app.playground import ScenarioError, render, run_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 
 def load(name: str) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from app.policies import ltrf
 from app.policies.base import PolicyError
-from app.policies.ltrf import LtrfParams, LtrfState
+from app.policies.ltrf import core as ltrf
+from app.policies.ltrf.core import LtrfParams, LtrfState
 
 NEW_A = (20, 40, 80, 60)
 NEW_B = (100, 60, 50, 50)

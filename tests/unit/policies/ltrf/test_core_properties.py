@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import ltrf
-from app.policies.ltrf import LtrfParams, LtrfState
+from app.policies.ltrf import core as ltrf
+from app.policies.ltrf.core import LtrfParams, LtrfState
 
 NAMES = ("q0", "q1", "q2", "q3", "q4", "q5", "q6")
 TOL = 1e-6

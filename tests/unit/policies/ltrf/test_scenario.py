@@ -11,7 +11,7 @@ import pytest
 
 from app.playground import ScenarioError, load_scenario, render, run_scenario
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 # Table 9.2 (policies.md): per round (alloc A, alloc B, counted A, counted B), then totals.
 EXPECTED = {

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import prism as pr
 from app.policies.base import PolicyError
-from app.policies.prism import (
+from app.policies.prism import core as pr
+from app.policies.prism.core import (
     Candidate,
     Demand,
     JobProfile,

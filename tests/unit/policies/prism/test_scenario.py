@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from app.playground import ScenarioError, load_scenario
-from app.playground import prism as handler
+from app.policies.prism import scenario as handler
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
 
 def _load() -> dict[str, Any]:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.policies import rrf
 from app.policies.base import PolicyError
-from app.policies.rrf import Res, Tenant
+from app.policies.rrf import core as rrf
+from app.policies.rrf.core import Res, Tenant
 
 TOL = 1e-9
 

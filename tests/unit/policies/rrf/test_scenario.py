@@ -11,7 +11,7 @@ import pytest
 
 from app.playground import ScenarioError, render, run_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[3] / "examples" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 TOL = 1e-9
 
 # policies.md's worked example (Table 9.3 input); wdrf is standard progressive filling.

@@ -1,0 +1,1 @@
+"""The fawkes policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""

@@ -1,0 +1,1 @@
+"""The hybridmr policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""

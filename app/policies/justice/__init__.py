@@ -1,0 +1,1 @@
+"""The justice policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""

@@ -1,0 +1,1 @@
+"""The ltrf policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""

@@ -1,0 +1,1 @@
+"""The prism policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""

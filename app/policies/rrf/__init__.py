@@ -1,0 +1,1 @@
+"""The rrf policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""
