@@ -144,6 +144,19 @@ def cmd_policy_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_policy_list(args: argparse.Namespace) -> int:
+    """Print the policy registry: each policy's kind, paper section and parameters."""
+    from app.policies import registry
+
+    for name in registry.names():
+        spec = registry.POLICIES[name]
+        print(f"{name}  [{spec.kind}]  {spec.summary}")
+        print(f"    paper: {spec.paper}")
+        for p in spec.params:
+            print(f"    {p.name} = {p.default!r}: {p.doc}")
+    return 0
+
+
 def cmd_policy_preview(args: argparse.Namespace) -> int:
     """Poll the RM once, then print what the queue controller would decide now (pushes nothing)."""
     from app.db.migrate import upgrade
@@ -233,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario JSON (see examples/scenarios/)")
     run.add_argument("--format", choices=("json", "table"), default="json")
     run.set_defaults(func=cmd_policy_run)
+    listing = policy_sub.add_parser("list", help="print every registered policy and its parameters")
+    listing.set_defaults(func=cmd_policy_list)
     preview = policy_sub.add_parser(
         "preview", help="poll once and print what the queue controller would decide now"
     )

@@ -24,37 +24,16 @@ Decisions where the docs are silent:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.control.config import ControlConfig
 from app.domain.observation import PolicyInputs, QueueInputs
-from app.policies.base import PolicyError
+from app.domain.outcome import PolicyOutcome
+from app.policies import registry
+from app.policies.base import PolicyError, QueueContext
 from app.policies.fawkes import core as fawkes
 from app.policies.ltrf import core as ltrf
 from app.policies.rrf import core as rrf
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyOutcome:
-    """Shares per managed queue (fractions) or absolute capacities, and what led to them."""
-
-    shares: Mapping[str, float] | None = None
-    absolute: Mapping[str, str] | None = None  # RRF: target [memory=MB,vcores=n] per queue
-    amounts: Mapping[str, Mapping[str, float]] | None = None  # the same as {"vcores", "memory"}
-    state: Mapping[str, Any] | None = None  # new policy state to persist (None: keep)
-    details: Mapping[str, Any] = field(default_factory=dict)
-    min_change_applies: bool = True
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form for the audit trail."""
-        return {
-            "shares": dict(self.shares) if self.shares is not None else None,
-            "absolute": dict(self.absolute) if self.absolute is not None else None,
-            "details": dict(self.details),
-            "note": self.note,
-        }
 
 
 def fawkes_sample(q: QueueInputs) -> fawkes.QueueSample:
@@ -156,6 +135,16 @@ def run_rrf(cfg: ControlConfig, inputs: PolicyInputs, queues: Sequence[str]) -> 
     )
 
 
+def context(cfg: ControlConfig, queues: Sequence[str]) -> QueueContext:
+    """The operator's configuration as a queue policy sees it (minimum bounds as fractions)."""
+    return QueueContext(
+        params=dict(cfg.params),
+        weights={q: cfg.weight(q) for q in queues},
+        min_shares={q: cfg.bounds[q].min_h / 10000 for q in queues if q in cfg.bounds},
+        interval_s=cfg.interval_s,
+    )
+
+
 def run_policy(
     cfg: ControlConfig,
     inputs: PolicyInputs,
@@ -164,6 +153,9 @@ def run_policy(
     ledger: ltrf.LtrfState,
 ) -> PolicyOutcome:
     """Dispatch on the configured policy; ``PolicyError`` for an unknown one."""
+    spec = registry.lookup(cfg.policy)
+    if spec.decide is not None:
+        return spec.decide(inputs, tuple(queues), context(cfg, queues), state)
     base = cfg.base_policy
     if base == "fawkes":
         return run_fawkes(cfg, inputs, queues, state)

@@ -14,19 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from app.policies import registry
 from app.policies.scenario import ScenarioError
-
-# policy name in the scenario -> the policy folder whose scenario.py reads it
-_MODULES: dict[str, str] = {
-    "fawkes": "fawkes",
-    "ltrf": "ltrf",
-    "mlrf": "ltrf",
-    "rrf": "rrf",
-    "justice": "justice",
-    "pythia": "justice",
-    "hybridmr": "hybridmr",
-    "prism": "prism",
-}
 
 
 class _ScenarioModule(Protocol):
@@ -52,11 +41,11 @@ def load_scenario(path: Path) -> dict[str, Any]:
 
 def _module_for(scenario: Mapping[str, Any]) -> _ScenarioModule:
     policy = scenario.get("policy")
-    if not isinstance(policy, str) or policy not in _MODULES:
-        raise ScenarioError(
-            "policy", f"must be one of {', '.join(sorted(_MODULES))}, got {policy!r}"
-        )
-    module = importlib.import_module(f"app.policies.{_MODULES[policy]}.scenario")
+    known = registry.names()
+    if not isinstance(policy, str) or policy not in known:
+        raise ScenarioError("policy", f"must be one of {', '.join(known)}, got {policy!r}")
+    # each policy folder owns its scenario format in ``<folder>/scenario.py``
+    module = importlib.import_module(f"{registry.family(policy)}.scenario")
     return cast(_ScenarioModule, module)
 
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from app.domain.observation import PolicyInputs
+    from app.domain.outcome import PolicyOutcome
 
 
 class PolicyError(ValueError):
@@ -98,6 +102,9 @@ class PolicySpec:
     summary: str
     paper: str
     params: tuple[ParamSpec, ...] = field(default_factory=tuple)
+    # The queue adapter (view -> policy inputs -> outcome); None for policies that
+    # ``app.control.decide`` still adapts itself.
+    decide: QueuePolicy | None = None
 
     def defaults(self) -> dict[str, Any]:
         """The parameters with their default values."""
@@ -116,3 +123,27 @@ class PolicySpec:
 
 
 Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueContext:
+    """What the operator configured around a queue policy: validated parameters, queue weights,
+    minimum shares (fractions, from the minimum bounds) and the control interval."""
+
+    params: Mapping[str, Any]
+    weights: Mapping[str, float]
+    min_shares: Mapping[str, float]
+    interval_s: float
+
+
+class QueuePolicy(Protocol):
+    """A queue policy's seam: one tick's observation view, the configured context and the policy
+    state persisted by the previous tick -> an outcome (whose ``state`` is the new state)."""
+
+    def __call__(
+        self,
+        view: PolicyInputs,
+        queues: tuple[str, ...],
+        context: QueueContext,
+        state: Mapping[str, Any],
+    ) -> PolicyOutcome: ...

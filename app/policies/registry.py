@@ -9,30 +9,35 @@ passed as a parameter.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 
+from app.policies import fawkes, hybridmr, justice, ltrf, prism, rrf
 from app.policies.base import PolicyError, PolicySpec
-from app.policies.fawkes import core as fawkes
-from app.policies.hybridmr import core as hybridmr
-from app.policies.justice import core as justice
-from app.policies.ltrf import core as ltrf
-from app.policies.prism import core as prism
-from app.policies.rrf import core as rrf
 
-_MODULES = (fawkes, ltrf, rrf, justice, hybridmr, prism)
+# One entry per policy folder (each exports ``REGISTRY``); adding a policy family is one line here.
+_FAMILIES: tuple[ModuleType, ...] = (
+    fawkes,
+    ltrf,
+    rrf,
+    justice,
+    hybridmr,
+    prism,
+)
 
 
-def _collect() -> Mapping[str, PolicySpec]:
+def _collect() -> tuple[Mapping[str, PolicySpec], Mapping[str, str]]:
     specs: dict[str, PolicySpec] = {}
-    for module in _MODULES:
+    family: dict[str, str] = {}
+    for module in _FAMILIES:
         for spec in module.REGISTRY:
             if spec.name in specs:
                 raise RuntimeError(f"policy {spec.name!r} registered twice")
             specs[spec.name] = spec
-    return MappingProxyType(specs)
+            family[spec.name] = module.__name__
+    return MappingProxyType(specs), MappingProxyType(family)
 
 
-POLICIES: Mapping[str, PolicySpec] = _collect()
+POLICIES, _FAMILY_OF = _collect()
 
 
 def names(kind: str | None = None) -> list[str]:
@@ -49,3 +54,8 @@ def lookup(name: str, field: str = "policy") -> PolicySpec:
     if spec is None:
         raise PolicyError(field, f"unknown policy {name!r}; known: {', '.join(names())}")
     return spec
+
+
+def family(name: str, field: str = "policy") -> str:
+    """The package of the folder that owns ``name`` (``app.policies.ltrf`` for ``mlrf``)."""
+    return _FAMILY_OF[lookup(name, field).name]

@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.control import config as control_config
 from app.control.config import STATIC, ControlConfig
-from app.control.decide import PolicyOutcome, run_policy
+from app.control.decide import run_policy
 from app.control.drift import QueueValues, differences
 from app.control.ledger import LedgerStep, integrate
 from app.control.plan import Limits, Plan, absolute_plan, percent_plan, unchanged
@@ -43,6 +43,7 @@ from app.db.control_models import ConfigPush
 from app.db.models import Decision
 from app.db.session import transaction
 from app.domain.observation import PolicyInputs
+from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
 from app.policies.ltrf import core as ltrf
 from app.services.base import Clock, LoopService, wall_clock_ms

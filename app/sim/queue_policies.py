@@ -23,13 +23,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.control import config, decide
-from app.control.decide import PolicyOutcome
 from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
+from app.domain.outcome import PolicyOutcome
+from app.policies import registry
 from app.policies.fawkes import core as fawkes
 from app.policies.ltrf import core as ltrf
 from app.sim.runner import QueueDecision, QueueObservation
 
-CONTROLLER_POLICIES = ("ltrf", "mlrf", "rrf")
+# Every registered queue policy but Fawkes (which the simulator feeds its richer samples) runs
+# through the controller's own decide step.
+CONTROLLER_POLICIES = tuple(n for n in registry.names("queue") if n != "fawkes")
 
 
 def fawkes_names() -> list[str]:
