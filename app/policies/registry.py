@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
-from app.policies import fawkes, hybridmr, justice, ltrf, prism, rrf
+from app.policies import fawkes, hybridmr, justice, ltrf, prism, proportional, rrf
 from app.policies.base import PolicyError, PolicySpec
 
 # One entry per policy folder (each exports ``REGISTRY``); adding a policy family is one line here.
@@ -22,6 +22,7 @@ _FAMILIES: tuple[ModuleType, ...] = (
     justice,
     hybridmr,
     prism,
+    proportional,
 )
 
 

@@ -279,3 +279,11 @@ async def test_a_tick_recorded_in_get_decisions_can_be_recomputed_by_hand(
     recorded = {q: v["capacity"] for q, v in d["outputs"]["plan"]["changes"].items()}
     assert recorded == by_hand
     assert d["status"] == "advised" and d["pushed"] is None
+
+
+async def test_put_policy_accepts_a_newly_registered_policy(api: httpx.AsyncClient) -> None:
+    r = await api.put("/policy", json={"policy": "proportional", "params": {"floor": 0.2}})
+    assert r.status_code == 200, r.text
+    assert (r.json()["policy"], r.json()["params"]) == ("proportional", {"floor": 0.2})
+    bad = await api.put("/policy", json={"policy": "proportional", "params": {"floor": 3}})
+    assert bad.status_code == 422 and "params.floor" in bad.text
