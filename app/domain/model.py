@@ -110,6 +110,11 @@ class AppRecord:
 
 FINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
 
+# How long after FINISHED a real RM keeps accruing an app's resource-seconds (its AM container is
+# still exiting): long enough for that to be accounted, short enough to keep the query cheap. The
+# poller re-reads finished apps this far back; the admission rounds wait this long for outcomes.
+FINISHED_GRACE_MS = 120_000
+
 
 @dataclass(frozen=True, slots=True)
 class NodeState:

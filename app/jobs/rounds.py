@@ -35,11 +35,10 @@ from app.db import jobs_repo
 from app.db.jobs_models import EstimatorObservation, Job, JobDecision
 from app.db.models import Application, Decision
 from app.domain import tags as t
-from app.domain.model import FINAL_APP_STATES
+from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
 from app.policies.justice import core as justice
 from app.policies.justice.core import EstimatorState, JobOutcome, JusticeParams
-from app.services.poller import FINISHED_GRACE_MS
 from app.settings import Settings
 
 

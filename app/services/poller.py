@@ -25,12 +25,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import repo
 from app.db.models import PollRecord
 from app.db.session import transaction
-from app.domain.model import ClusterSnapshot
+from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError
-
-# Long enough for the AM container's exit to be accounted, short enough to keep the query cheap.
-FINISHED_GRACE_MS = 120_000
 
 
 class SnapshotSource(Protocol):

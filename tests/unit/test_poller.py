@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.db.models import Application, Cluster, NodeSample, PollRecord, QueueSample
-from app.domain.model import ClusterSnapshot
-from app.services.poller import FINISHED_GRACE_MS, Poller
+from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
+from app.services.poller import Poller
 from app.yarn.errors import RMProtocolError, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app, snapshot

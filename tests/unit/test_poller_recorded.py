@@ -13,7 +13,8 @@ import httpx
 from sqlalchemy import func, select
 
 from app.db.models import Application, Queue
-from app.services.poller import FINISHED_GRACE_MS, Poller
+from app.domain.model import FINISHED_GRACE_MS
+from app.services.poller import Poller
 from app.yarn.client import RMClient
 from tests.conftest import Db
 

@@ -18,9 +18,8 @@ from sqlalchemy import select
 
 from app.db import jobs_repo
 from app.db.jobs_models import EstimatorObservation
-from app.domain.model import AppRecord
+from app.domain.model import FINISHED_GRACE_MS, AppRecord
 from app.services.admission import LANDING_GRACE_MS
-from app.services.poller import FINISHED_GRACE_MS
 from app.yarn.errors import RMRejected, RMUnavailable
 from tests.conftest import Db
 from tests.unit.jobs.fakes import FakeRM, _record
