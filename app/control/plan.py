@@ -52,6 +52,7 @@ from app.control.budget import (
     within_bounds,
 )
 from app.control.drift import QueueValues, normalise
+from app.domain.outcome import PolicyOutcome
 from app.policies.rounding import capacity_hundredths
 from app.policies.rrf import core as rrf
 
@@ -373,3 +374,27 @@ def absolute_plan(
     if not plan.changes():
         return unchanged(live, "no change")
     return Plan(lines, True, plan.reason, Fraction(fraction).limit_denominator(10**6))
+
+
+def plan_outcome(
+    outcome: PolicyOutcome,
+    live: QueueValues,
+    *,
+    bounds: Mapping[str, Bounds],
+    max_step_pp: float,
+    min_change_pp: float,
+    total: Mapping[str, float],
+) -> Plan:
+    """The plan step of one tick, shared by the live controller and the simulator: a policy's
+    shares (or RRF's absolute amounts) against the live queue values, within the operator's bounds,
+    step limit and minimum change. ``total`` is ``{"vcores": n, "memory": MB}``."""
+    if outcome.amounts is not None:
+        return absolute_plan(outcome.amounts, live, total, max_step_pp / 100, min_change_pp / 100)
+    if outcome.shares is None:
+        return unchanged(live, outcome.note or "the policy decided no shares")
+    limits = Limits(
+        bounds=bounds,
+        max_step_h=round(max_step_pp * 100),
+        min_change_h=round(min_change_pp * 100) if outcome.min_change_applies else 0,
+    )
+    return percent_plan(outcome.shares, live, limits, total)

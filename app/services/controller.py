@@ -37,7 +37,7 @@ from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
 from app.control.drift import QueueValues, differences
 from app.control.ledger import LedgerStep, integrate
-from app.control.plan import Limits, Plan, absolute_plan, percent_plan, unchanged
+from app.control.plan import Plan, plan_outcome
 from app.db import control_repo, repo
 from app.db.control_models import ConfigPush
 from app.db.models import Decision
@@ -282,24 +282,14 @@ class Controller(LoopService):
     def _plan(
         self, cfg: ControlConfig, outcome: PolicyOutcome, live: LiveConfig, inputs: PolicyInputs
     ) -> Plan:
-        if outcome.amounts is not None:
-            total = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
-            return absolute_plan(
-                outcome.amounts,
-                live.values,
-                total,
-                cfg.max_step_pp / 100,
-                cfg.min_change_pp / 100,
-            )
-        if outcome.shares is None:
-            return unchanged(live.values, outcome.note or "the policy decided no shares")
-        limits = Limits(
+        return plan_outcome(
+            outcome,
+            live.values,
             bounds=cfg.bounds,
-            max_step_h=round(cfg.max_step_pp * 100),
-            min_change_h=round(cfg.min_change_pp * 100) if outcome.min_change_applies else 0,
+            max_step_pp=cfg.max_step_pp,
+            min_change_pp=cfg.min_change_pp,
+            total={"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb},
         )
-        total = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
-        return percent_plan(outcome.shares, live.values, limits, total)
 
     async def _actuate(self, work: Work) -> PushResult | None:
         if not pushes(work):

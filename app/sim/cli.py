@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from app.sim import deadlines, experiment, registry, report, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
+from app.sim.queue_policies import MAX_STEP_PP, MIN_CHANGE_PP, PlanSettings
 from app.sim.runner import SimResult
 from app.sim.tasks import MODELS
 
@@ -87,6 +88,18 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--synthetic-jobs", type=int, default=500)
     p.add_argument("--swim-mib-per-s", type=float, default=32.0, help="SWIM bytes/vcore-second")
     p.add_argument("--interval", type=float, default=60.0, help="queue policy interval T (s)")
+    p.add_argument(
+        "--max-step-pp",
+        type=float,
+        default=MAX_STEP_PP,
+        help="controller plan: largest capacity change per tick, percentage points",
+    )
+    p.add_argument(
+        "--min-change-pp",
+        type=float,
+        default=MIN_CHANGE_PP,
+        help="controller plan: smallest capacity change worth pushing, percentage points",
+    )
     p.add_argument(
         "--model",
         choices=MODELS,
@@ -193,6 +206,8 @@ class _Prepared:
             "limit_jobs": a.limit_jobs,
             "queue_by": a.queue_by,
             "interval_s": a.interval,
+            "max_step_pp": a.max_step_pp,
+            "min_change_pp": a.min_change_pp,
             "model": a.model,
             "params": self.params,
         }
@@ -212,6 +227,7 @@ class _Prepared:
                 progress=bar,
                 start_s=self.jobs[0].submit_s,
                 model=self.args.model,
+                plan=PlanSettings(self.args.max_step_pp, self.args.min_change_pp),
             )
         finally:
             bar.close()

@@ -17,6 +17,7 @@ from app.sim import deadlines, registry, trace
 from app.sim.allocators import BaselineFS
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
+from app.sim.queue_policies import PlanSettings
 from app.sim.runner import Progress, SimResult, Simulation
 
 
@@ -102,11 +103,12 @@ def run_policy(
     progress: Progress | None = None,
     start_s: float | None = None,
     model: str = "fluid",
+    plan: PlanSettings | None = None,
 ) -> SimResult:
     """Simulate ``jobs`` under the policy called ``name`` on the cluster ``model``
     (``app.sim.tasks.MODELS``)."""
     queues = sorted({j.queue for j in jobs})
-    setup = registry.build(name, queues, params, interval_s=interval_s)
+    setup = registry.build(name, queues, params, interval_s=interval_s, plan=plan)
     sim = Simulation(
         jobs,
         setup.allocator,

@@ -20,15 +20,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.control import config, decide
+from app.control.budget import format_hundredths
+from app.control.plan import plan_outcome
 from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
-from app.domain.outcome import PolicyOutcome
 from app.policies import registry
 from app.policies.fawkes import core as fawkes
 from app.policies.ltrf import core as ltrf
+from app.policies.rounding import capacity_hundredths
 from app.sim.runner import QueueDecision, QueueObservation
+
+# The controller's defaults (``Settings.max_step_pp`` / ``min_change_pp``), so a what-if moves
+# shares as the sidecar would.
+MAX_STEP_PP = 10.0
+MIN_CHANGE_PP = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """The controller's plan limits as simulator options (``--max-step-pp``,
+    ``--min-change-pp``); defaults are the controller's."""
+
+    max_step_pp: float = MAX_STEP_PP
+    min_change_pp: float = MIN_CHANGE_PP
+
 
 # Every registered queue policy but Fawkes (which the simulator feeds its richer samples) runs
 # through the controller's own decide step.
@@ -109,6 +127,8 @@ class ControllerPolicy:
         weights: Mapping[str, float] | None = None,
         interval_s: float = 60.0,
         container_mb: int = 1024,
+        max_step_pp: float = MAX_STEP_PP,
+        min_change_pp: float = MIN_CHANGE_PP,
     ) -> None:
         self.cfg = config.resolve(
             policy=policy,
@@ -116,8 +136,8 @@ class ControllerPolicy:
             mode="enforce",
             bounds={},
             weights=dict(weights or {}),
-            max_step_pp=100.0,
-            min_change_pp=0.0,
+            max_step_pp=max_step_pp,
+            min_change_pp=min_change_pp,
             allow_drift_overwrite=True,
             managed_parent="root",
             interval_s=interval_s,
@@ -129,6 +149,13 @@ class ControllerPolicy:
         self.ledger = ltrf.LtrfState()
         self._entitled: dict[str, float] = {}
         self._last_t: float | None = None
+        # What the simulated CapacityScheduler holds: equal capacities summing to exactly 100 until
+        # the first plan is applied, as the live queues hold before the controller's first push.
+        equal = capacity_hundredths({q: 1.0 for q in self.queues}, {})
+        self.live: dict[str, dict[str, str]] = {
+            q: {"capacity": format_hundredths(h), "maximum-capacity": "100.00"}
+            for q, h in equal.items()
+        }
 
     def decide(
         self, now: float, observed: Mapping[str, QueueObservation], capacity: int
@@ -137,7 +164,18 @@ class ControllerPolicy:
         self._account(now, observed, capacity)
         inputs = self._inputs(now, observed, capacity)
         outcome = decide.run_policy(self.cfg, inputs, self.queues, {}, self.ledger)
-        shares = self._shares(outcome, capacity)
+        total = {"vcores": float(capacity), "memory": float(capacity) * self.container_mb}
+        step = plan_outcome(
+            outcome,
+            self.live,
+            bounds=self.cfg.bounds,
+            max_step_pp=self.cfg.max_step_pp,
+            min_change_pp=self.cfg.min_change_pp,
+            total=total,
+        )
+        if step.push:
+            self.live = step.expected()
+        shares = self._shares(capacity)
         weights = {q: self.cfg.weight(q) for q in self.queues}
         self._entitled = ltrf.entitlements(weights, self._members(observed), float(capacity))
         active = {q: s for q, s in shares.items() if _busy(observed.get(q))}
@@ -170,12 +208,13 @@ class ControllerPolicy:
             queues=queues,
         )
 
-    def _shares(self, outcome: PolicyOutcome, capacity: int) -> dict[str, float]:
-        if outcome.shares is not None:
-            return dict(outcome.shares)
-        if outcome.absolute is not None:
-            return {q: _vcores(v) / capacity for q, v in outcome.absolute.items()}
-        return {q: 1.0 / len(self.queues) for q in self.queues}
+    def _shares(self, capacity: int) -> dict[str, float]:
+        """The capacities the simulated scheduler holds, as fractions of the cluster."""
+        out = {}
+        for q, values in self.live.items():
+            value = values["capacity"]
+            out[q] = _vcores(value) / capacity if value.startswith("[") else float(value) / 100
+        return out
 
 
 def _busy(o: QueueObservation | None) -> bool:
@@ -220,13 +259,21 @@ def make_queue_policy(
     *,
     interval_s: float = 60.0,
     container_mb: int = 1024,
+    plan: PlanSettings | None = None,
 ) -> FawkesController | ControllerPolicy:
     """The controller named ``name`` (``queue_policy_names()``) for ``queues``."""
     if name.startswith("fawkes:"):
         values = {"interval_s": interval_s, **(params or {})}
         return FawkesController(name.split(":", 1)[1], queues, values)
     if name in CONTROLLER_POLICIES:
+        limits = plan or PlanSettings()
         return ControllerPolicy(
-            name, queues, params, interval_s=interval_s, container_mb=container_mb
+            name,
+            queues,
+            params,
+            interval_s=interval_s,
+            container_mb=container_mb,
+            max_step_pp=limits.max_step_pp,
+            min_change_pp=limits.min_change_pp,
         )
     raise ValueError(f"unknown queue policy {name!r}; use one of {', '.join(queue_policy_names())}")

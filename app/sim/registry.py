@@ -14,7 +14,7 @@ from typing import Any
 
 from app.sim.allocators import BASELINES, BaselineFS
 from app.sim.justice_adapter import JusticeAllocator, OracleAllocator
-from app.sim.queue_policies import make_queue_policy, queue_policy_names
+from app.sim.queue_policies import PlanSettings, make_queue_policy, queue_policy_names
 from app.sim.runner import Allocator, QueuePolicy
 
 ADMISSION = ("oracle", "pythia", "justice")
@@ -50,6 +50,7 @@ def build(
     params: Mapping[str, Any] | None = None,
     *,
     interval_s: float = 60.0,
+    plan: PlanSettings | None = None,
 ) -> Setup:
     """The allocator (and queue controller) for ``name``; ``ValueError`` when unknown."""
     values = dict(params or {})
@@ -62,5 +63,7 @@ def build(
     if name == FAIR:
         return Setup(BaselineFS(), None)
     if name in queue_policy_names():
-        return Setup(BaselineFS(), make_queue_policy(name, queues, values, interval_s=interval_s))
+        return Setup(
+            BaselineFS(), make_queue_policy(name, queues, values, interval_s=interval_s, plan=plan)
+        )
     raise ValueError(f"unknown policy {name!r}; use one of {', '.join(policy_names())}")

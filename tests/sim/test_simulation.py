@@ -9,13 +9,12 @@ than ``EQ``; LTRF pays back a lender (seed 002, 9.4.3), MLRF does not.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from app.sim import experiment, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob, Status
+from app.sim.queue_policies import PlanSettings
 from app.sim.runner import SimResult
 
 CAP = 100
@@ -107,14 +106,20 @@ def _lender_then_borrower() -> list[SimJob]:
     ]
 
 
+def _b1_finish(name: str, plan: PlanSettings) -> float:
+    r = experiment.run_policy(name, _lender_then_borrower(), ClusterSpec(10), plan=plan)
+    return next(run.end_s for run in r.runs if run.job.job_id == "b1")
+
+
 def test_ltrf_pays_back_the_lender_and_mlrf_does_not() -> None:
-    jobs = _lender_then_borrower()
-    spec = ClusterSpec(10)
-    finish: dict[str, Callable[[str], float]] = {}
-    for name in ("ltrf", "mlrf"):
-        r = experiment.run_policy(name, jobs, spec, interval_s=60.0)
-        ends = {run.job.job_id: run.end_s for run in r.runs}
-        finish[name] = lambda j, ends=ends: float(ends[j])  # type: ignore[misc]
+    free = PlanSettings(max_step_pp=100.0, min_change_pp=0.0)
     # MLRF splits 5/5 after t=600: b1 needs 1200 s. LTRF favours b (a used 6000 vcore-s alone).
-    assert finish["mlrf"]("b1") == pytest.approx(1800.0, abs=61.0)
-    assert finish["ltrf"]("b1") < finish["mlrf"]("b1") - 300
+    assert _b1_finish("mlrf", free) == pytest.approx(1800.0, abs=61.0)
+    assert _b1_finish("ltrf", free) < 1800.0 - 300
+
+
+def test_the_controllers_step_limit_slows_the_payback() -> None:
+    # the controller moves at most 10 points per 60 s tick, so b reaches its LTRF share later
+    limited, free = PlanSettings(), PlanSettings(max_step_pp=100.0, min_change_pp=0.0)
+    assert _b1_finish("mlrf", limited) == pytest.approx(1800.0, abs=61.0)
+    assert _b1_finish("ltrf", free) < _b1_finish("ltrf", limited) < 1800.0
