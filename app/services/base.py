@@ -31,7 +31,7 @@ class LoopService(abc.ABC):
     def __init__(self, interval_s: float, clock: Clock = wall_clock_ms) -> None:
         self.interval_s = interval_s
         self.clock = clock
-        self.log = logging.getLogger(f"yarn_sidecar.{self.name}")
+        self.log = logging.getLogger(type(self).__module__)
         self._stopping = asyncio.Event()
         self.ticks = 0
 

@@ -14,7 +14,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from app.services.base import LoopService
 
-log = logging.getLogger("yarn_sidecar.runtime")
+log = logging.getLogger(__name__)
 
 
 class Runtime:

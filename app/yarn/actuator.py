@@ -32,7 +32,7 @@ from app.domain.model import QueueState
 from app.yarn.errors import RMError, RMRejected, RMUnavailable
 from app.yarn.wire import SchedConfUpdate
 
-log = logging.getLogger("yarn_sidecar.actuator")
+log = logging.getLogger(__name__)
 
 CONF_PREFIX = "yarn.scheduler.capacity."
 KEYS = ("capacity", "maximum-capacity")

@@ -15,7 +15,7 @@ from app.sim.queue_policies import ControllerPolicy
 from app.sim.runner import QueueObservation
 from tests.conftest import Db
 from tests.unit.control.fakes import two_queues
-from tests.unit.control.test_controller import capacities, config, controller, polls
+from tests.unit.services.test_controller import capacities, config, controller, polls
 
 CAPACITY = 8  # the fake RM's one node: 8 vcores, 8192 MB; containers of 1024 MB
 # per tick: queue -> (used vcores, pending vcores, running apps)

@@ -1,4 +1,4 @@
-"""Review findings on the admission service (issue 6), on both engines against an in-memory RM.
+"""Admission service recovery on both engines against an in-memory RM.
 
 1. An ambiguous ``POST /apps`` (``yarn.md`` 4.2: the client cannot tell whether it was applied)
    must not lead to a second app for the same job.
@@ -23,7 +23,7 @@ from app.services.admission import LANDING_GRACE_MS
 from app.yarn.errors import RMRejected, RMUnavailable
 from tests.conftest import Db
 from tests.unit.jobs.fakes import FakeRM, _record
-from tests.unit.jobs.test_service import Clock, Env, actions, load, record_apps, submit
+from tests.unit.services.test_admission import Clock, Env, actions, load, record_apps, submit
 
 
 class SlowRM(FakeRM):

@@ -1,4 +1,4 @@
-"""Review findings on the queue controller (issue 5; ``yarn.md`` 5): write-ahead of pushes, a
+"""Queue controller push recovery: write-ahead of pushes, a
 last PUT attempt that landed unanswered, restores that must not overwrite an operator's edit,
 absolute live capacities under a percentage policy, and live values with more than 2 decimals.
 
@@ -22,7 +22,7 @@ from app.yarn.errors import RMUnavailable
 from app.yarn.wire import SchedConfUpdate
 from tests.conftest import Db
 from tests.unit.control.fakes import FakeRM, no_sleep, two_queues
-from tests.unit.control.test_controller import capacities, config, controller, polls
+from tests.unit.services.test_controller import capacities, config, controller, polls
 
 LOAD: dict[str, dict[str, int]] = {
     "a": {"pending": 30, "apps": 1},

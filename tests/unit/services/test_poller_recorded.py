@@ -18,7 +18,7 @@ from app.services.poller import Poller
 from app.yarn.client import RMClient
 from tests.conftest import Db
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rm"
 
 
 def _load(name: str) -> object:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import Db
 from tests.unit.control.fakes import two_queues
-from tests.unit.control.test_controller import capacities, config, controller, polls
+from tests.unit.services.test_controller import capacities, config, controller, polls
 
 
 async def test_controller_pushes_step_limited_proportional_shares(db: Db) -> None:
