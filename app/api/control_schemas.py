@@ -115,9 +115,17 @@ class LedgerPoint(BaseModel):
     entitlement: float = Field(description="vcore-seconds the queue was entitled to.")
     usage: float = Field(description="vcore-seconds it used (measured).")
     counted: float = Field(description="vcore-seconds counted (discounted beyond entitlement).")
-    debt: float = Field(description="Cumulative entitlement minus usage; > 0: it has lent.")
+    debt: float = Field(
+        description="Cumulative lent minus borrowed (with lending=entitlement: entitlement minus "
+        "usage); > 0: it has lent."
+    )
     total_usage: float
     total_counted: float
+    lent: float = Field(0.0, description="vcore-seconds another queue used of its entitlement.")
+    borrowed: float = Field(0.0, description="vcore-seconds it used beyond its entitlement.")
+    lent_to: dict[str, float] = Field(
+        default_factory=dict, description="What it lent in this interval, per borrowing queue."
+    )
 
 
 class LedgerQueue(BaseModel):

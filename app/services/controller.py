@@ -299,7 +299,8 @@ class Controller(LoopService):
         weights = {q: ctx.cfg.weight(q) for q in queues}
         max_gap = int(STALE_POLLS * self.poll_interval_s * 1000)
         state = ltrf.LtrfState.from_dict(before)
-        return integrate(state, polls, weights, discount, max_gap)
+        lending = str(ctx.cfg.params.get("lending", "used")) if ctx.cfg.policy == "ltrf" else "used"
+        return integrate(state, polls, weights, discount, max_gap, lending)
 
     def _plan(
         self,

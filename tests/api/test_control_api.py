@@ -141,7 +141,7 @@ async def test_put_policy_is_recorded_and_survives_a_restart(
     assert r.status_code == 200, r.text
     assert (r.json()["policy"], r.json()["params"], r.json()["source"]) == (
         "ltrf",
-        {"discount": 0.5},
+        {"discount": 0.5, "lending": "used"},
         "operator",
     )
     listed = (await api.get("/decisions", params={"kind": "policy"})).json()["items"]
