@@ -14,6 +14,8 @@ Decisions where the issue is silent:
 * ``maximum-capacity`` stays what the operator configured (queues keep borrowing, as Fawkes'
   inactive queues must), raised only when the new capacity would exceed it (the RM refuses
   capacity > maximum-capacity).
+* When the live capacities are outside the bounds (a queue below its floor), they are first
+  projected into them in full, and the step limit applies from there.
 * When the live capacities do not sum to exactly 100.00 (e.g. three queues at 33.33 after a hand
   edit) the step limit is waived: a fraction of the way between a non-100 and a 100 vector does
   not sum to 100.
@@ -212,12 +214,23 @@ def _step(
     if sum(live.values()) != TOTAL:
         total = format_hundredths(sum(live.values()))
         return bounded, Fraction(1), f"live capacities sum to {total}, not 100: step limit waived"
+    start = live
+    moved_in = ""
     if not within_bounds(live, limits.bounds):
-        return bounded, Fraction(1), "live capacities outside the bounds: step limit waived"
-    planned, fraction = limit_step(live, bounded, limits.max_step_h)
+        # Bounds (and the floors among them) are the harder promise: the live values move into
+        # them at once, and only the rest of the way is step-limited.
+        start, _ = project_to_bounds(live, limits.bounds)
+        moved_in = "live capacities outside the bounds: moved into them first; "
+    planned, fraction = limit_step(start, bounded, limits.max_step_h)
+    if moved_in and fraction >= 1:
+        return planned, fraction, moved_in.removesuffix("; ")
     if fraction < 1:
         step = format_hundredths(limits.max_step_h)
-        return planned, fraction, f"moved {float(fraction):.4f} of the way (max step {step} pp)"
+        return (
+            planned,
+            fraction,
+            f"{moved_in}moved {float(fraction):.4f} of the way (max step {step} pp)",
+        )
     return planned, fraction, ""
 
 

@@ -51,8 +51,8 @@ def test_the_way_back_is_step_limited_and_respects_floors() -> None:
     assert back.details["idle_rule"]["policy_note"] == "policy's own"
     live = {"root.a": {"capacity": "90.00"}, "root.b": {"capacity": "10.00"}}
     plan = percent_plan(back.shares, live, Limits({"root.b": Bounds(2500, 10000)}, 1000, 100))
-    # the live 10 is below b's floor of 25: bounds are the harder promise, no step limit
-    assert plan.changes()["root.b"]["capacity"] == "60.00"
+    # the live 10 is below b's floor of 25: lifted to it at once (75/25), then 10 points more
+    assert plan.changes()["root.b"]["capacity"] == "35.00"
     live = {"root.a": {"capacity": "70.00"}, "root.b": {"capacity": "30.00"}}
     plan = percent_plan(back.shares, live, Limits({"root.b": Bounds(2500, 10000)}, 1000, 100))
     assert plan.changes()["root.a"]["capacity"] == "60.00"  # 10 points, not 30
