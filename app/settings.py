@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     max_step_pp: float = Field(10.0, ge=0.01, le=100)
     min_change_pp: float = Field(1.0, ge=0, le=100)
     allow_drift_overwrite: bool = False
+    # minimum shares and the idle-cluster baseline (app.control.floors, app.control.idle)
+    queue_floors: dict[str, Any] = Field(default_factory=dict)  # {"*": 2, "root.deadline": 3}
+    queue_baseline: dict[str, Any] = Field(default_factory=dict)  # {"root.a": 60, "root.b": 40}
 
     # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (policies.md)
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
@@ -166,6 +169,8 @@ class Settings(BaseSettings):
             allow_drift_overwrite=self.allow_drift_overwrite,
             managed_parent=self.managed_parent,
             interval_s=self.policy_interval_s,
+            floors=self.queue_floors,
+            baseline=self.queue_baseline,
         )
 
     @property
@@ -217,6 +222,8 @@ def _control_setting(field: str) -> str:
         "params": "policy_params",
         "bounds": "queue_bounds",
         "weights": "queue_weights",
+        "floors": "queue_floors",
+        "baseline": "queue_baseline",
         "interval_s": "policy_interval_s",
     }
     return f"{ENV_PREFIX}{name.get(head, head).upper()} ({field})"

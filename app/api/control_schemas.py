@@ -63,6 +63,14 @@ class PolicyIn(BaseModel):
     max_step_pp: float | None = Field(None, description="Largest change per push, points.")
     min_change_pp: float | None = Field(None, description="Smallest change worth pushing.")
     allow_drift_overwrite: bool | None = None
+    floors: dict[str, int] | None = Field(
+        None,
+        description="Minimum share per queue path ('*': the others), in containers of the "
+        "scheduler's minimum allocation; default 2 (one ApplicationMaster and one container).",
+    )
+    baseline: dict[str, float] | None = Field(
+        None, description="Capacities (percent, summing to 100) an idle cluster returns to."
+    )
     accept_drift: bool = Field(
         False, description="Make the RM's live configuration the new baseline for drift checks."
     )
@@ -86,6 +94,8 @@ class PolicyOut(BaseModel):
     allow_drift_overwrite: bool
     managed_parent: str
     interval_s: float
+    floors: dict[str, int] = Field(default_factory=dict)
+    baseline: dict[str, float] = Field(default_factory=dict)
     source: str = Field(description="settings, or operator after a PUT /policy.")
 
 
@@ -105,9 +115,17 @@ class LedgerPoint(BaseModel):
     entitlement: float = Field(description="vcore-seconds the queue was entitled to.")
     usage: float = Field(description="vcore-seconds it used (measured).")
     counted: float = Field(description="vcore-seconds counted (discounted beyond entitlement).")
-    debt: float = Field(description="Cumulative entitlement minus usage; > 0: it has lent.")
+    debt: float = Field(
+        description="Cumulative lent minus borrowed (with lending=entitlement: entitlement minus "
+        "usage); > 0: it has lent."
+    )
     total_usage: float
     total_counted: float
+    lent: float = Field(0.0, description="vcore-seconds another queue used of its entitlement.")
+    borrowed: float = Field(0.0, description="vcore-seconds it used beyond its entitlement.")
+    lent_to: dict[str, float] = Field(
+        default_factory=dict, description="What it lent in this interval, per borrowing queue."
+    )
 
 
 class LedgerQueue(BaseModel):

@@ -17,8 +17,9 @@ Decisions where the issue is silent:
   floor and ceiling of its exact value, hence between its live value and its target (both whole
   hundredths). So a plan whose endpoints respect the bounds respects them too (bounds are a box,
   which is convex), and no queue moves by more than ``max_step``.
-* When the live configuration is itself outside the operator's bounds the step limit is waived:
-  bounds are the harder promise, and moving part of the way would keep violating them.
+* When the live configuration is itself outside the operator's bounds, bounds are the harder
+  promise: ``app.control.plan`` projects the live values into them at once and step-limits only
+  the rest of the way.
 """
 
 from __future__ import annotations

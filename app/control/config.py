@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.control.budget import Bounds, bounds_to_json, parse_bounds
+from app.control.floors import parse_baseline, parse_floors
 from app.policies import registry
 from app.policies.base import PolicyError
 from app.policies.base import finite_number as _number
@@ -42,6 +43,10 @@ class ControlConfig:
     allow_drift_overwrite: bool = False
     managed_parent: str = "root"
     interval_s: float = 60.0
+    # Minimum shares in containers of the scheduler's minimum allocation per queue ("*": every
+    # queue without its own entry); the baseline capacities an idle cluster returns to.
+    floors: Mapping[str, int] = field(default_factory=dict)
+    baseline: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def base_policy(self) -> str:
@@ -65,6 +70,8 @@ class ControlConfig:
             "allow_drift_overwrite": self.allow_drift_overwrite,
             "managed_parent": self.managed_parent,
             "interval_s": self.interval_s,
+            "floors": dict(sorted(self.floors.items())),
+            "baseline": dict(sorted(self.baseline.items())),
         }
 
 
@@ -123,6 +130,8 @@ def resolve(
     allow_drift_overwrite: bool,
     managed_parent: str,
     interval_s: float,
+    floors: Mapping[str, Any] | None = None,
+    baseline: Mapping[str, Any] | None = None,
 ) -> ControlConfig:
     """A validated configuration; every invalid value raises ``PolicyError`` naming its field."""
     if not isinstance(params, Mapping):
@@ -153,6 +162,8 @@ def resolve(
         allow_drift_overwrite=allow_drift_overwrite,
         managed_parent=managed_parent,
         interval_s=_number(interval_s, "interval_s", low=1.0),
+        floors=parse_floors(floors or {}),
+        baseline=parse_baseline(baseline or {}),
     )
     if cfg.base_policy == "fawkes" and "interval_s" not in params:
         # Fawkes' T is the controller's averaging interval unless the operator says otherwise.
@@ -166,7 +177,7 @@ def overlay(base: ControlConfig, changes: Mapping[str, Any]) -> ControlConfig:
     Changing the policy without giving parameters starts from that policy's defaults.
     """
     known = {"policy", "params", "mode", "bounds", "weights", "max_step_pp", "min_change_pp"}
-    known |= {"allow_drift_overwrite"}
+    known |= {"allow_drift_overwrite", "floors", "baseline"}
     for key in changes:
         if key not in known:
             raise PolicyError(key, "unknown field")
@@ -187,6 +198,8 @@ def overlay(base: ControlConfig, changes: Mapping[str, Any]) -> ControlConfig:
         allow_drift_overwrite=changes.get("allow_drift_overwrite", base.allow_drift_overwrite),
         managed_parent=base.managed_parent,
         interval_s=base.interval_s,
+        floors=changes.get("floors", current["floors"]),
+        baseline=changes.get("baseline", current["baseline"]),
     )
 
 

@@ -14,6 +14,10 @@ Decisions where the docs are silent:
 * Entitled at a poll: a queue with used or pending vcores then, or with counted usage before.
 * A gap between polls longer than ``max_gap_ms`` (the sidecar or the RM was down) is not
   integrated: nobody measured it, and stretching the last value over it would invent usage.
+* Lending (seed 002, 9.4.2): by default a queue lends only what another queue used beyond its
+  entitlement (``app.control.lending``); ``lending="entitlement"`` keeps the former reading in
+  which all unused entitlement counts as lent. Each row says what the queue lent and borrowed
+  over its interval and to whom it lent.
 * Restart safety is the caller's: the ledger advances from the end of the last stored interval,
   and a stored interval is keyed by its start, so the same interval can never be counted twice.
 """
@@ -21,10 +25,11 @@ Decisions where the docs are silent:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from app.control import lending as lending_rule
 from app.domain.observation import ClusterTotals, SamplePoint
 from app.policies.ltrf import core as ltrf
 
@@ -52,10 +57,15 @@ class LedgerRow:
     debt: float
     total_usage: float
     total_counted: float
+    lent: float = 0.0
+    borrowed: float = 0.0
+    lent_to: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return asdict(self)
+        out = asdict(self)
+        out["lent_to"] = dict(self.lent_to)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +90,20 @@ def integrate(
     weights: Mapping[str, float],
     discount: float,
     max_gap_ms: int,
+    lending: str = lending_rule.USED,
 ) -> LedgerStep | None:
     """Integrate consecutive ``polls`` (oldest first) into ``state``; ``None`` with fewer than 2.
 
-    ``weights`` names the managed queues (``w_i``).
+    ``weights`` names the managed queues (``w_i``); ``lending`` is a ``lending.MODES`` value.
     """
     if len(polls) < 2:
         return None
     before = state
     usage = {q: 0.0 for q in weights}
     entitled = {q: 0.0 for q in weights}
+    lent = {q: 0.0 for q in weights}
+    borrowed = {q: 0.0 for q in weights}
+    lent_to: dict[str, dict[str, float]] = {q: {} for q in weights}
     gaps = 0.0
     for here, after in pairwise(polls):
         dt_ms = after.taken_ms - here.taken_ms
@@ -102,10 +116,15 @@ def integrate(
         used = {q: here.points[q].used_vcores if q in here.points else 0.0 for q in weights}
         members = [q for q in weights if _entitled(q, here.points.get(q), state)]
         ent = ltrf.entitlements(weights, members, here.total.vcores)
-        state = ltrf.account_usage(state, used, ent, dt_s, discount)
+        loans = lending_rule.loans(used, ent, lending)
+        state = ltrf.account_usage(state, used, ent, dt_s, discount, loans.debt_rate(weights))
         for q in weights:
             usage[q] += used[q] * dt_s
             entitled[q] += ent[q] * dt_s
+            lent[q] += loans.lent.get(q, 0.0) * dt_s
+            borrowed[q] += loans.borrowed.get(q, 0.0) * dt_s
+            for other, rate in loans.to.get(q, {}).items():
+                lent_to[q][other] = lent_to[q].get(other, 0.0) + rate * dt_s
     start, end = polls[0].taken_ms, polls[-1].taken_ms
     rows = tuple(
         LedgerRow(
@@ -119,6 +138,9 @@ def integrate(
             debt=state.debt.get(q, 0.0),
             total_usage=state.total_alloc.get(q, 0.0),
             total_counted=state.counted.get(q, 0.0),
+            lent=lent[q],
+            borrowed=borrowed[q],
+            lent_to=dict(sorted(lent_to[q].items())),
         )
         for q, w in sorted(weights.items())
     )

@@ -14,6 +14,8 @@ Decisions where the issue is silent:
 * ``maximum-capacity`` stays what the operator configured (queues keep borrowing, as Fawkes'
   inactive queues must), raised only when the new capacity would exceed it (the RM refuses
   capacity > maximum-capacity).
+* When the live capacities are outside the bounds (a queue below its floor), they are first
+  projected into them in full, and the step limit applies from there.
 * When the live capacities do not sum to exactly 100.00 (e.g. three queues at 33.33 after a hand
   edit) the step limit is waived: a fraction of the way between a non-100 and a 100 vector does
   not sum to 100.
@@ -52,6 +54,7 @@ from app.control.budget import (
     within_bounds,
 )
 from app.control.drift import QueueValues, normalise
+from app.control.floors import Floors, lift_amounts
 from app.domain.outcome import PolicyOutcome
 from app.policies.rounding import capacity_hundredths
 from app.policies.rrf import core as rrf
@@ -213,12 +216,23 @@ def _step(
     if sum(live.values()) != TOTAL:
         total = format_hundredths(sum(live.values()))
         return bounded, Fraction(1), f"live capacities sum to {total}, not 100: step limit waived"
+    start = live
+    moved_in = ""
     if not within_bounds(live, limits.bounds):
-        return bounded, Fraction(1), "live capacities outside the bounds: step limit waived"
-    planned, fraction = limit_step(live, bounded, limits.max_step_h)
+        # Bounds (and the floors among them) are the harder promise: the live values move into
+        # them at once, and only the rest of the way is step-limited.
+        start, _ = project_to_bounds(live, limits.bounds)
+        moved_in = "live capacities outside the bounds: moved into them first; "
+    planned, fraction = limit_step(start, bounded, limits.max_step_h)
+    if moved_in and fraction >= 1:
+        return planned, fraction, moved_in.removesuffix("; ")
     if fraction < 1:
         step = format_hundredths(limits.max_step_h)
-        return planned, fraction, f"moved {float(fraction):.4f} of the way (max step {step} pp)"
+        return (
+            planned,
+            fraction,
+            f"{moved_in}moved {float(fraction):.4f} of the way (max step {step} pp)",
+        )
     return planned, fraction, ""
 
 
@@ -384,16 +398,19 @@ def plan_outcome(
     max_step_pp: float,
     min_change_pp: float,
     total: Mapping[str, float],
+    floors: Floors | None = None,
 ) -> Plan:
     """The plan step of one tick, shared by the live controller and the simulator: a policy's
-    shares (or RRF's absolute amounts) against the live queue values, within the operator's bounds,
-    step limit and minimum change. ``total`` is ``{"vcores": n, "memory": MB}``."""
+    shares (or RRF's absolute amounts) against the live queue values, within the operator's bounds
+    raised to the queues' minimum shares (``floors``), the step limit and the minimum change.
+    ``total`` is ``{"vcores": n, "memory": MB}``."""
     if outcome.amounts is not None:
-        return absolute_plan(outcome.amounts, live, total, max_step_pp / 100, min_change_pp / 100)
+        amounts = outcome.amounts if floors is None else lift_amounts(outcome.amounts, floors, total)
+        return absolute_plan(amounts, live, total, max_step_pp / 100, min_change_pp / 100)
     if outcome.shares is None:
         return unchanged(live, outcome.note or "the policy decided no shares")
     limits = Limits(
-        bounds=bounds,
+        bounds=bounds if floors is None else floors.bounds(bounds),
         max_step_h=round(max_step_pp * 100),
         min_change_h=round(min_change_pp * 100) if outcome.min_change_applies else 0,
     )

@@ -80,6 +80,10 @@ class LedgerEntry(Base):
     debt: Mapped[float] = mapped_column(Float)
     total_usage: Mapped[float] = mapped_column(Float)
     total_counted: Mapped[float] = mapped_column(Float)
+    # what the queue lent (to whom) and borrowed over the interval (LTRF loan agreement)
+    lent: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    borrowed: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    lent_to: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=dict)
 
 
 class ConfigPush(Base):

@@ -39,9 +39,8 @@ def save_control_config(
     row.params = dict(values["params"])
     row.mode = values["mode"]
     row.bounds = dict(values["bounds"])
-    row.limits = {
-        k: values[k] for k in ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite")
-    }
+    keys = ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite")
+    row.limits = {k: values[k] for k in (*keys, "floors", "baseline") if k in values}
     row.updated_ms = now_ms
     session.flush()
     return row
@@ -215,6 +214,30 @@ def last_baseline(session: Session, cluster_id: int, parent: str) -> ConfigPush 
         .limit(1)
     )
     return session.scalar(stmt)
+
+
+def idle_baselines(
+    session: Session, cluster_id: int, parent: str
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """For the idle-cluster rule: the values an operator last accepted as baseline, and the values
+    the RM held before the sidecar's first push (``None`` when there is no such row)."""
+    where = (ConfigPush.cluster_id == cluster_id, ConfigPush.parent == parent)
+    accepted = session.scalar(
+        select(ConfigPush)
+        .where(*where, ConfigPush.status == "baseline")
+        .order_by(ConfigPush.pushed_ms.desc(), ConfigPush.id.desc())
+        .limit(1)
+    )
+    first = session.scalar(
+        select(ConfigPush)
+        .where(*where, ConfigPush.status != "baseline")
+        .order_by(ConfigPush.pushed_ms, ConfigPush.id)
+        .limit(1)
+    )
+    return (
+        dict(accepted.values) if accepted is not None else None,
+        dict(first.previous) if first is not None and first.previous else None,
+    )
 
 
 def last_pending(

@@ -148,3 +148,44 @@ class ClusterSnapshot:
     def leaf_queues(self) -> tuple[QueueState, ...]:
         """The queues applications can be submitted to."""
         return tuple(q for q in self.queues if q.is_leaf)
+
+
+PREEMPTION_POLICY = "ProportionalCapacityPreemptionPolicy"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """What the RM's configuration says about preemption and the smallest container.
+
+    ``None`` means the RM did not say (unreadable configuration): the controller then assumes no
+    preemption and YARN's default minimum allocation. ``error`` says why it could not be read.
+    """
+
+    monitor_enabled: bool | None = None
+    monitor_policies: tuple[str, ...] = ()
+    observe_only: bool = False
+    max_wait_before_kill_ms: int | None = None
+    monitoring_interval_ms: int | None = None
+    min_allocation_mb: int | None = None
+    min_allocation_vcores: int | None = None
+    error: str | None = None
+
+    @property
+    def preempts(self) -> bool:
+        """True when the scheduling monitor runs the capacity preemption policy for real."""
+        capacity_policy = any(p.endswith(PREEMPTION_POLICY) for p in self.monitor_policies)
+        return bool(self.monitor_enabled) and capacity_policy and not self.observe_only
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form for the decision record."""
+        return {
+            "preempts": self.preempts,
+            "monitor_enabled": self.monitor_enabled,
+            "monitor_policies": list(self.monitor_policies),
+            "observe_only": self.observe_only,
+            "max_wait_before_kill_ms": self.max_wait_before_kill_ms,
+            "monitoring_interval_ms": self.monitoring_interval_ms,
+            "min_allocation_mb": self.min_allocation_mb,
+            "min_allocation_vcores": self.min_allocation_vcores,
+            "error": self.error,
+        }

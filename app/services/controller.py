@@ -33,6 +33,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.control import config as control_config
+from app.control import floors as control_floors
+from app.control import idle, preemption
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
 from app.control.drift import QueueValues, differences
@@ -83,6 +85,7 @@ class Work:
     baseline: Mapping[str, Any] | None
     settle: tuple[int, str] | None = None
     pending_id: int | None = None
+    floors: control_floors.Floors | None = None
 
     @property
     def drift_blocks(self) -> bool:
@@ -126,6 +129,16 @@ class Controller(LoopService):
         self.poll_interval_s = poll_interval_s
         self._lock = asyncio.Lock()
         self.last_report: TickReport | None = None
+        # Resources admission reserved for admitted deadline grants, per queue: that queue's
+        # floor is at least this (``set_admission_floor``).
+        self.admission_floor: dict[str, control_floors.Amount] = {}
+
+    def set_admission_floor(self, queue: str, vcores: float, memory_mb: float) -> None:
+        """Keep ``queue``'s capacity at least ``vcores``/``memory_mb`` (0 and 0 removes it)."""
+        if vcores <= 0 and memory_mb <= 0:
+            self.admission_floor.pop(queue, None)
+        else:
+            self.admission_floor[queue] = control_floors.Amount(vcores, memory_mb)
 
     async def run_once(self, now_ms: int) -> None:
         self.last_report = await self.control(now_ms)
@@ -243,9 +256,18 @@ class Controller(LoopService):
             if settle is not None and settle[1] == "applied":
                 baseline_row = pending
             baseline = _baseline_json(baseline_row) if baseline_row is not None else None
+            idle_sources = control_repo.idle_baselines(session, ctx.cluster_id, live.parent)
         ledger_state = ledger.state if ledger else ltrf.LtrfState.from_dict(ledger_before)
-        outcome = run_policy(cfg, inputs, queues, state, ledger_state)
-        plan = self._plan(cfg, outcome, live, inputs)
+        floors = _floors(cfg, live, inputs, self.admission_floor)
+        # The floors are the minimum shares the policies see (Fawkes' m_i).
+        floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
+        outcome = run_policy(floored, inputs, queues, state, ledger_state)
+        if idle.no_demand(inputs, queues):
+            percents, source = idle.baseline(cfg.baseline, *idle_sources, queues)
+            if percents is not None:
+                cluster = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
+                outcome = idle.toward_baseline(outcome, percents, source, cluster)
+        plan = self._plan(cfg, outcome, live, inputs, floors)
         drift = _drift(baseline, live)
         return Work(
             ctx,
@@ -260,6 +282,7 @@ class Controller(LoopService):
             drift,
             baseline,
             settle,
+            floors=floors,
         )
 
     def _ledger(
@@ -277,10 +300,16 @@ class Controller(LoopService):
         weights = {q: ctx.cfg.weight(q) for q in queues}
         max_gap = int(STALE_POLLS * self.poll_interval_s * 1000)
         state = ltrf.LtrfState.from_dict(before)
-        return integrate(state, polls, weights, discount, max_gap)
+        lending = str(ctx.cfg.params.get("lending", "used")) if ctx.cfg.policy == "ltrf" else "used"
+        return integrate(state, polls, weights, discount, max_gap, lending)
 
     def _plan(
-        self, cfg: ControlConfig, outcome: PolicyOutcome, live: LiveConfig, inputs: PolicyInputs
+        self,
+        cfg: ControlConfig,
+        outcome: PolicyOutcome,
+        live: LiveConfig,
+        inputs: PolicyInputs,
+        floors: control_floors.Floors,
     ) -> Plan:
         return plan_outcome(
             outcome,
@@ -289,6 +318,7 @@ class Controller(LoopService):
             max_step_pp=cfg.max_step_pp,
             min_change_pp=cfg.min_change_pp,
             total={"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb},
+            floors=floors,
         )
 
     async def _actuate(self, work: Work) -> PushResult | None:
@@ -417,7 +447,8 @@ def stored_changes(row: Any) -> dict[str, Any]:
         "mode": row.mode,
         "bounds": dict(row.bounds or {}),
     }
-    for key in ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite"):
+    keys = ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite")
+    for key in (*keys, "floors", "baseline"):
         if key in limits:
             out[key] = limits[key]
     return out
@@ -542,4 +573,50 @@ def audit_outputs(work: Work, result: PushResult | None) -> dict[str, Any]:
         "drift": dict(work.drift),
         "drift_overwritten": bool(work.drift) and result is not None,
         "push": result.to_dict() if result is not None else None,
+        "floors": work.floors.to_dict() if work.floors is not None else None,
+        "effect": effect(work),
     }
+
+
+def _floors(
+    cfg: ControlConfig,
+    live: LiveConfig,
+    inputs: PolicyInputs,
+    admission: Mapping[str, control_floors.Amount],
+) -> control_floors.Floors:
+    """Every managed queue's floor from the live cluster (``app.control.floors``)."""
+    settings = live.scheduler
+    unit = control_floors.Amount(
+        settings.min_allocation_vcores or control_floors.DEFAULT_MIN_ALLOCATION_VCORES,
+        settings.min_allocation_mb or control_floors.DEFAULT_MIN_ALLOCATION_MB,
+    )
+    source = "RM configuration" if settings.min_allocation_mb else "YARN defaults (RM unreadable)"
+    scale = _parent_fraction(cfg, live)
+    parent = control_floors.Amount(inputs.total.vcores * scale, inputs.total.memory_mb * scale)
+    queues = sorted(live.values)
+    return control_floors.compute(queues, cfg.floors, unit, source, parent, cfg.bounds, admission)
+
+
+def _parent_fraction(cfg: ControlConfig, live: LiveConfig) -> float:
+    """The managed parent's fraction of the cluster: its children's absolute capacities."""
+    if cfg.managed_parent == "root" or not live.queues:
+        return 1.0
+    return min(1.0, sum(q.absolute_capacity for q in live.queues) / 100)
+
+
+def effect(work: Work) -> dict[str, Any] | None:
+    """How much of each changed guarantee takes effect now, how much waits for containers to
+    finish (or for preemption), from the live cluster (``app.control.preemption``)."""
+    if not work.plan.push:
+        return None
+    parent_vcores = work.inputs.total.vcores * _parent_fraction(work.ctx.cfg, work.live)
+    changed = work.plan.changes()
+    changes = {}
+    for q, line in work.plan.lines.items():
+        pair = preemption.guarantees(line.numbers, parent_vcores)
+        if q in changed and pair is not None:
+            changes[q] = pair
+    used = {q.path: float(q.used.vcores) for q in work.live.queues}
+    settings = work.live.scheduler
+    preempts = settings.preempts
+    return preemption.split(changes, used, parent_vcores, preempts, settings.to_dict())

@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 from app.control.budget import format_hundredths, to_hundredths
 from app.control.drift import QueueValues, differences
-from app.domain.model import QueueState
+from app.domain.model import QueueState, SchedulerSettings
 from app.yarn.errors import RMError, RMRejected, RMUnavailable
 from app.yarn.wire import SchedConfUpdate
 
@@ -52,6 +52,8 @@ class ConfClient(Protocol):
 
     async def validate_scheduler_conf(self, update: SchedConfUpdate) -> None: ...
 
+    async def scheduler_settings(self) -> SchedulerSettings: ...
+
 
 @dataclass(frozen=True, slots=True)
 class LiveConfig:
@@ -62,6 +64,7 @@ class LiveConfig:
     values: Mapping[str, Mapping[str, str]]
     version: int | None
     conf_error: str | None = None
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the audit trail."""
@@ -70,6 +73,7 @@ class LiveConfig:
             "version": self.version,
             "values": {q: dict(v) for q, v in sorted(self.values.items())},
             "conf_error": self.conf_error,
+            "scheduler": self.scheduler.to_dict(),
         }
 
 
@@ -155,7 +159,13 @@ class Actuator:
         except RMRejected as exc:
             # An immutable store (``file``) has no /scheduler-conf: still fine for advising.
             conf, version, conf_error = None, None, exc.message
-        return LiveConfig(parent, queues, live_values(queues, conf), version, conf_error)
+        try:
+            settings = await self.client.scheduler_settings()
+        except RMError as exc:
+            # The /conf servlet may be closed to the sidecar's user: assume no preemption.
+            settings = SchedulerSettings(error=exc.message)
+        values = live_values(queues, conf)
+        return LiveConfig(parent, queues, values, version, conf_error, settings)
 
     async def _retrying(self, call: Callable[[], Awaitable[_T]]) -> tuple[_T, int]:
         attempt = 0

@@ -45,6 +45,7 @@ from app.domain.model import (
     NodeState,
     QueueState,
     Resources,
+    SchedulerSettings,
 )
 from app.yarn import mapping, wire
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
@@ -207,6 +208,24 @@ class RMClient:
         )
         return version.versionID
 
+    async def rm_conf(self, names: Sequence[str]) -> dict[str, str]:
+        """The RM's effective configuration values of ``names`` (its ``/conf`` servlet, one
+        ``?name=`` per property, JSON). A name the RM does not define is left out."""
+        out: dict[str, str] = {}
+        for name in names:
+            try:
+                resp = await self._request(
+                    "GET", "/conf", params={"name": name}, as_user=True, prefix=""
+                )
+            except RMNotFound:
+                continue
+            out[name] = _decode(resp, wire.ConfServletWire).property.value
+        return out
+
+    async def scheduler_settings(self) -> SchedulerSettings:
+        """Whether the CapacityScheduler preempts, and its minimum allocation (``rm_conf``)."""
+        return mapping.scheduler_settings(await self.rm_conf(mapping.SCHEDULER_SETTING_KEYS))
+
     # --- writes -------------------------------------------------------------------------------
 
     async def new_application(self) -> NewApplication:
@@ -337,12 +356,13 @@ class RMClient:
         as_user: bool = False,
         retry: _Retry = _Retry.IDEMPOTENT,
         standby: StandbyProbe = _never_standby,
+        prefix: str = API_PREFIX,
     ) -> httpx.Response:
         """Send to the active RM, failing over and retrying per ``retry``; 2xx or an RMError."""
         query = dict(params or {})
         if as_user:
             query["user.name"] = self._user
-        request = _Send(method, path, query, json_body, content, content_type, standby)
+        request = _Send(method, path, query, json_body, content, content_type, standby, prefix)
         failures: list[str] = []
         for round_no in range(self._retries + 1):
             if round_no:
@@ -380,7 +400,7 @@ class RMClient:
         try:
             resp = await self._http.request(
                 request.method,
-                base + API_PREFIX + request.path,
+                base + request.prefix + request.path,
                 params=request.query,
                 json=request.json_body,
                 content=request.content,
@@ -425,6 +445,7 @@ class _Send:
     content: str | None
     content_type: str | None
     standby: StandbyProbe
+    prefix: str = API_PREFIX
 
 
 # --- helpers (pure) ---------------------------------------------------------------------------

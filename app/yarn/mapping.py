@@ -16,6 +16,7 @@ from app.domain.model import (
     NodeState,
     QueueState,
     Resources,
+    SchedulerSettings,
 )
 from app.yarn.wire import (
     AppInfoWire,
@@ -228,4 +229,42 @@ def node_state(wire: NodeInfoWire) -> NodeState:
         used=Resources(vcores=wire.usedVirtualCores, memory_mb=wire.usedMemoryMB),
         num_containers=wire.numContainers,
         health_report=wire.healthReport,
+    )
+
+
+MONITOR_ENABLE = "yarn.resourcemanager.scheduler.monitor.enable"
+MONITOR_POLICIES = "yarn.resourcemanager.scheduler.monitor.policies"
+PREEMPTION_PREFIX = "yarn.resourcemanager.monitor.capacity.preemption."
+MIN_ALLOCATION_MB = "yarn.scheduler.minimum-allocation-mb"
+MIN_ALLOCATION_VCORES = "yarn.scheduler.minimum-allocation-vcores"
+SCHEDULER_SETTING_KEYS = (
+    MONITOR_ENABLE,
+    MONITOR_POLICIES,
+    f"{PREEMPTION_PREFIX}observe_only",
+    f"{PREEMPTION_PREFIX}max_wait_before_kill",
+    f"{PREEMPTION_PREFIX}monitoring_interval",
+    MIN_ALLOCATION_MB,
+    MIN_ALLOCATION_VCORES,
+)
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value.strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
+def scheduler_settings(conf: dict[str, str]) -> SchedulerSettings:
+    """The RM's ``/conf`` values of ``SCHEDULER_SETTING_KEYS`` as settings (missing: None)."""
+    enabled = conf.get(MONITOR_ENABLE)
+    policies = conf.get(MONITOR_POLICIES, "")
+    return SchedulerSettings(
+        monitor_enabled=enabled.strip().lower() == "true" if enabled is not None else None,
+        monitor_policies=tuple(p.strip() for p in policies.split(",") if p.strip()),
+        observe_only=conf.get(f"{PREEMPTION_PREFIX}observe_only", "").strip().lower() == "true",
+        max_wait_before_kill_ms=_int(conf.get(f"{PREEMPTION_PREFIX}max_wait_before_kill")),
+        monitoring_interval_ms=_int(conf.get(f"{PREEMPTION_PREFIX}monitoring_interval")),
+        min_allocation_mb=_int(conf.get(MIN_ALLOCATION_MB)),
+        min_allocation_vcores=_int(conf.get(MIN_ALLOCATION_VCORES)),
     )

@@ -366,6 +366,19 @@ class SchedConfWire(_Wire):
     )
 
 
+class ConfServletProperty(_Wire):
+    """One property of the RM's ``/conf?name=..`` servlet (JSON)."""
+
+    key: str
+    value: str
+
+
+class ConfServletWire(_Wire):
+    """``GET /conf?name=..`` with ``Accept: application/json``: ``{"property": {key, value}}``."""
+
+    property: ConfServletProperty
+
+
 class ConfVersionWire(_Wire):
     """``GET /scheduler-conf/version``; ``versionID`` may be a string (section 5.2).
 

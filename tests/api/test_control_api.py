@@ -54,6 +54,9 @@ def _settings(db: Db, **extra: object) -> Settings:
         poll_interval_s=10,
         policy="fawkes:TD",
         mode="advise",
+        # floors off: on the recorded 8-vcore cluster the default floor (2 containers) is 25 %
+        # for each of the four queues, which would leave nothing to move
+        queue_floors={"*": 0},
         **extra,  # type: ignore[arg-type]
     )
 
@@ -138,7 +141,7 @@ async def test_put_policy_is_recorded_and_survives_a_restart(
     assert r.status_code == 200, r.text
     assert (r.json()["policy"], r.json()["params"], r.json()["source"]) == (
         "ltrf",
-        {"discount": 0.5},
+        {"discount": 0.5, "lending": "used"},
         "operator",
     )
     listed = (await api.get("/decisions", params={"kind": "policy"})).json()["items"]
@@ -239,14 +242,18 @@ async def test_ledger_per_queue_over_time(api: httpx.AsyncClient, db: Db) -> Non
     with transaction(db.sessions) as s:
         cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
         rows = [
-            LedgerRow("root.a", 0, 60_000, 1, 240, 300, 300, -60, 300, 300),
-            LedgerRow("root.b", 0, 60_000, 1, 240, 180, 180, 60, 180, 180),
+            LedgerRow("root.a", 0, 60_000, 1, 240, 300, 300, -60, 300, 300, 0, 60),
+            LedgerRow("root.b", 0, 60_000, 1, 240, 180, 180, 60, 180, 180, 60, 0, {"root.a": 60}),
             LedgerRow("root.a", 60_000, 120_000, 1, 240, 240, 240, -60, 540, 540),
         ]
         control_repo.add_ledger_rows(s, cid, rows)
     body = (await api.get("/ledger")).json()
     a = next(q for q in body["queues"] if q["queue"] == "root.a")
     assert (a["entitlement"], a["usage"], a["debt"], len(a["points"])) == (480, 540, -60, 2)
+    assert [p["lent_to"] for p in a["points"]] == [{}, {}]
+    b = next(q for q in body["queues"] if q["queue"] == "root.b")
+    assert (b["points"][0]["lent"], b["points"][0]["lent_to"]) == (60, {"root.a": 60})
+    assert a["points"][0]["borrowed"] == 60
     since = (await api.get("/ledger", params={"since": "1970-01-01T00:01:30Z"})).json()
     assert [(q["queue"], len(q["points"])) for q in since["queues"]] == [("root.a", 1)]
 

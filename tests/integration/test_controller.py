@@ -141,6 +141,9 @@ async def rig(
         "allow_drift_overwrite": False,
         "managed_parent": PARENT,
         "interval_s": 4.0,
+        # floors off: these tests check the policies' moves and the push mechanics on 8 vcores,
+        # where the default floor is 25 % per queue; test_queue_floors covers the floors
+        "floors": {"*": 0},
     }
     values.update(overrides)
     try:

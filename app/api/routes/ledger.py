@@ -30,6 +30,9 @@ def _point(row: LedgerEntry) -> LedgerPoint:
         debt=row.debt,
         total_usage=row.total_usage,
         total_counted=row.total_counted,
+        lent=row.lent or 0.0,
+        borrowed=row.borrowed or 0.0,
+        lent_to=dict(row.lent_to or {}),
     )
 
 

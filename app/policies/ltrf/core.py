@@ -46,13 +46,22 @@ _DISCOUNT = ParamSpec(
     exclusive_minimum=True,
 )
 
+_LENDING = ParamSpec(
+    "lending",
+    str,
+    "used",
+    "what the live ledger counts as lent: 'used' (only what another queue used beyond its "
+    "entitlement) or 'entitlement' (all unused entitlement, used or not)",
+    choices=("used", "entitlement"),
+)
+
 REGISTRY: tuple[PolicySpec, ...] = (
     PolicySpec(
         name="ltrf",
         kind="queue",
         summary="long-term fairness: serve the smallest cumulative counted usage per weight first",
         paper="seed 002 (Tang et al., chapter 9), section 9.4.3, Algorithm 1, Table 9.2",
-        params=(_DISCOUNT,),
+        params=(_DISCOUNT, _LENDING),
     ),
     PolicySpec(
         name="mlrf",
@@ -320,12 +329,15 @@ def account_usage(
     entitlement: Mapping[str, float],
     dt_s: float,
     discount: float,
+    debt_rate: Mapping[str, float] | None = None,
 ) -> LtrfState:
     """Integrate *measured* usage over ``dt_s`` seconds into counted usage, debt and totals.
 
     ``used`` and ``entitlement`` are in resource units (e.g. vcores); a queue missing from ``used``
     used nothing, one missing from ``entitlement`` is entitled to nothing. Demand is not touched:
-    the live controller observes demand instead of carrying it.
+    the live controller observes demand instead of carrying it. ``debt_rate`` (lent minus
+    borrowed per queue, ``app.control.lending``) replaces ``entitlement - used`` as the debt's
+    rate when given.
     """
     _number(dt_s, "dt_s")
     _validate_discount(discount)
@@ -341,7 +353,13 @@ def account_usage(
             state.counted, {q: dt_s * counted_amount(use[q], ent[q], discount) for q in names}
         ),
         demand=dict(state.demand),
-        debt=_add(state.debt, {q: dt_s * (ent[q] - use[q]) for q in names}),
+        debt=_add(
+            state.debt,
+            {
+                q: dt_s * (ent[q] - use[q] if debt_rate is None else debt_rate.get(q, 0.0))
+                for q in names
+            },
+        ),
         total_alloc=_add(state.total_alloc, {q: dt_s * use[q] for q in names}),
         rounds=state.rounds + 1,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.domain.model import QueueState
+from app.domain.model import QueueState, SchedulerSettings
 from app.yarn.errors import RMRejected, RMUnavailable
 from app.yarn.wire import SchedConfUpdate
 from tests.factories import queue
@@ -26,6 +26,11 @@ class FakeRM:
     puts: list[dict[str, dict[str, str]]] = field(default_factory=list)
     validations: int = 0
     reject: str | None = None  # validation refuses with this message
+    settings: SchedulerSettings = field(
+        default_factory=lambda: SchedulerSettings(
+            monitor_enabled=False, min_allocation_mb=128, min_allocation_vcores=1
+        )
+    )
 
     def _check(self) -> None:
         if self.down:
@@ -46,6 +51,10 @@ class FakeRM:
     async def scheduler_conf(self) -> dict[str, str]:
         self._check()
         return {f"{PREFIX}{q}.{k}": v for q, values in self.conf.items() for k, v in values.items()}
+
+    async def scheduler_settings(self) -> SchedulerSettings:
+        self._check()
+        return self.settings
 
     async def scheduler_conf_version(self) -> int:
         self._check()

@@ -65,7 +65,8 @@ def test_invalid_values_name_their_field(changes: dict[str, Any], field: str) ->
 def test_overlay_keeps_what_is_not_given_and_resets_params_on_a_new_policy() -> None:
     base = cfg(policy="ltrf", params={"discount": 0.5}, bounds={"root.a": {"min": 10}})
     same = overlay(base, {"mode": "enforce"})
-    assert (same.policy, same.params, same.mode) == ("ltrf", {"discount": 0.5}, "enforce")
+    params = {"discount": 0.5, "lending": "used"}
+    assert (same.policy, same.params, same.mode) == ("ltrf", params, "enforce")
     assert same.bounds == base.bounds
     other = overlay(base, {"policy": "fawkes:TD"})
     assert other.params["tau"] == 10.0 and "discount" not in other.params

@@ -25,22 +25,31 @@ def poll(t_s: int, **used: float) -> Poll:
 WEIGHTS = {"root.a": 1.0, "root.b": 1.0}
 
 
-def test_rectangle_rule_ledger_by_hand() -> None:
+@pytest.mark.parametrize(("lending", "b_debt"), [("used", 20), ("entitlement", 60)])
+def test_rectangle_rule_ledger_by_hand(lending: str, b_debt: float) -> None:
     # [0,10): a 4, b 2, both entitled to 8/2 = 4; [10,20): a 6, b 0 (b still entitled: it has
-    # counted usage). a: usage 40 + 60 = 100, entitlement 80, debt 0 - 20 = -20 (borrowed);
-    # b: usage 20, entitlement 80, debt 20 + 40 = 60 (lent).
+    # counted usage). a: usage 40 + 60 = 100, entitlement 80, borrowed 2 x 10 = 20, debt -20;
+    # b: usage 20, entitlement 80. Lending "used": b lent only what a used beyond its share,
+    # 2 x 10 = 20 (its 2 spare vcores in [0,10) went to nobody); "entitlement": all its unused
+    # entitlement, 20 + 40 = 60.
     step = integrate(
         ltrf.LtrfState(),
         [poll(0, a=4, b=2), poll(10, a=6, b=0), poll(20, a=1, b=1)],
         WEIGHTS,
         1.0,
         60_000,
+        lending,
     )
     assert step is not None
     rows = {r.queue: r for r in step.rows}
     assert (rows["root.a"].usage, rows["root.a"].entitlement, rows["root.a"].debt) == (100, 80, -20)
-    assert (rows["root.b"].usage, rows["root.b"].entitlement, rows["root.b"].debt) == (20, 80, 60)
+    assert (rows["root.b"].usage, rows["root.b"].entitlement, rows["root.b"].debt) == (
+        20,
+        80,
+        b_debt,
+    )
     assert rows["root.a"].counted == 100 and rows["root.b"].counted == 20
+    assert rows["root.a"].borrowed == 20 and rows["root.b"].lent_to == {"root.a": 20}
     assert (step.start_ms, step.end_ms) == (0, 20_000)
 
 

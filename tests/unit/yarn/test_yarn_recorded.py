@@ -215,3 +215,27 @@ async def test_new_application() -> None:
     assert new.app_id == raw["application-id"]
     cap = raw["maximum-resource-capability"]
     assert new.max_resources == Resources(vcores=cap["vCores"], memory_mb=cap["memory"])
+
+
+async def test_scheduler_settings_from_the_conf_servlet() -> None:
+    """Each setting is one ``/conf?name=`` request; an undefined name (404) is left out."""
+    answers = {
+        "yarn.resourcemanager.scheduler.monitor.enable": recorded("conf_monitor_enable.json"),
+        "yarn.scheduler.minimum-allocation-mb": recorded("conf_min_allocation_mb.json"),
+    }
+    paths = set()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.add(request.url.path)
+        body = answers.get(request.url.params["name"])
+        return httpx.Response(200, json=body) if body else httpx.Response(404)
+
+    async with RMClient([RM], transport=httpx.MockTransport(handler)) as client:
+        settings = await client.scheduler_settings()
+    assert paths == {"/conf"}
+    monitor = answers["yarn.resourcemanager.scheduler.monitor.enable"]["property"]["value"]
+    assert settings.monitor_enabled is (monitor == "true")
+    mb = answers["yarn.scheduler.minimum-allocation-mb"]["property"]["value"]
+    assert settings.min_allocation_mb == int(mb)
+    assert settings.min_allocation_vcores is None and settings.monitor_policies == ()
+    assert settings.preempts is False

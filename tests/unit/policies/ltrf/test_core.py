@@ -230,4 +230,4 @@ def test_shares_from_alloc_validates(
 
 def test_registry_names() -> None:
     assert [s.name for s in ltrf.REGISTRY] == ["ltrf", "mlrf"]
-    assert ltrf.REGISTRY[0].defaults() == {"discount": 1.0}
+    assert ltrf.REGISTRY[0].defaults() == {"discount": 1.0, "lending": "used"}
