@@ -371,6 +371,7 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=5, help="steady ticks per cell")
     parser.add_argument("--before", help="also measure this git revision, side by side")
     parser.add_argument("--soak", type=int, help="poll the last size this many times; print RSS")
+    parser.add_argument("--only-before", action="store_true", help="measure only --before REV")
     args = parser.parse_args()
     if args.cell:
         run_cell(json.loads(args.cell))
@@ -385,6 +386,8 @@ def main() -> None:
     if args.before:
         before = _worktree(args.before)
         versions.insert(0, (args.before[:7], before))
+        if args.only_before:
+            versions.pop()
         cleanup = before
     try:
         if args.soak:
