@@ -334,7 +334,7 @@ def _fmt_row(label: str, r: dict[str, Any]) -> str:
     steady = [t for t in r["steady"] if t["ok"]]
     first = r["first"]
     if not steady:
-        err = (r["steady"] or [first])[-1]["error"]
+        err = " ".join((r["steady"] or [first])[-1]["error"].split())
         return f"{label:<34} every tick failed ({first['wall']:.2f} s): {err[:70]}"
 
     def med(key: str) -> float:

@@ -24,6 +24,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rm"
 CLUSTER_TS = 1795315000000
 
 
+def _without(obj: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
 def _load(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text())
 
@@ -41,14 +45,17 @@ class ScaledCluster:
         seed: int = 1,
         churn: float = 0.02,
         start_ms: int = CLUSTER_TS,
+        drop_fields: tuple[str, ...] = (),
     ) -> None:
         self.rng = random.Random(seed)
         self.n_nodes, self.n_queues = nodes, queues
         self.churn = churn
         self.now_ms = start_ms
         self.next_app = 1
-        self._run_tpl = _load("apps_running.json")["apps"]["app"][0]
-        self._fin_tpl = _load("apps_finished.json")["apps"]["app"][0]
+        # ``drop_fields``: leave these out of every app from the start (a lean test that always
+        # asks with ``deSelects`` for them gets the same body without filtering per request).
+        self._run_tpl = _without(_load("apps_running.json")["apps"]["app"][0], drop_fields)
+        self._fin_tpl = _without(_load("apps_finished.json")["apps"]["app"][0], drop_fields)
         self._node_tpl = _load("nodes.json")["nodes"]["node"][0]
         sched = _load("scheduler.json")
         self._sched_root = sched["scheduler"]["schedulerInfo"]
@@ -68,7 +75,8 @@ class ScaledCluster:
     def _submit(self) -> dict[str, Any]:
         n = self.next_app
         self.next_app += 1
-        app = copy.deepcopy(self._run_tpl)
+        # Shallow copies: only top-level values change; nested objects are shared, read-only.
+        app = dict(self._run_tpl)
         app_id = f"application_{CLUSTER_TS}_{n:07d}"
         queue = self.queue_names[n % self.n_queues]
         app.update(
@@ -91,7 +99,7 @@ class ScaledCluster:
         return app
 
     def _finish(self, app: dict[str, Any]) -> None:
-        done = copy.deepcopy(self._fin_tpl)
+        done = dict(self._fin_tpl)
         for key in ("id", "user", "name", "queue", "applicationTags", "startedTime", "launchTime"):
             done[key] = app[key]
         done.update(
@@ -104,7 +112,7 @@ class ScaledCluster:
         self.finished[app["id"]] = done
 
     def _node(self, i: int) -> dict[str, Any]:
-        node = copy.deepcopy(self._node_tpl)
+        node = dict(self._node_tpl)
         host = f"nm{i:05d}.example.com"
         node.update(
             id=f"{host}:8041",
@@ -182,7 +190,7 @@ class ScaledCluster:
             out.extend(self.running.values())
         if not states or states & {"FINISHED", "FAILED", "KILLED"}:
             out.extend(a for a in self.finished.values() if a["finishedTime"] >= begin)
-        if deselect:
+        if deselect & (self._run_tpl.keys() | self._fin_tpl.keys()):
             out = [{k: v for k, v in a.items() if k not in deselect} for a in out]
         return {"apps": {"app": out} if out else {}}
 
