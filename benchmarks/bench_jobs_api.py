@@ -8,8 +8,15 @@ read path. Requests are sent open-loop at ``--rate`` per second (a request is no
 slow earlier ones), bounded by ``--count`` and ``--max-duration``; every tenth POST is a retry of
 an earlier one with the same ``Idempotency-Key``. Prints p50/p95/p99/max per endpoint.
 
+``--waiting 100,1000,10000`` first stores that many queued jobs (deadlines a day away, more
+tasks than the deadline capacity can ever grant at once, so they stay waiting) and prints one
+table row per size, each against a fresh database: what a submission costs as the queue grows.
+A 503 (admission saturated, with ``Retry-After``) counts as an error.
+
 Run: ``.venv/bin/python benchmarks/bench_jobs_api.py [--rate 50] [--count 1000]
-[--max-duration 60] [--database-url postgresql://...]``
+[--max-duration 60] [--database-url postgresql://...] [--waiting 100,1000,10000]``
+(with ``--waiting`` and PostgreSQL give an admin URL, e.g. ``$YARN_SIDECAR_TEST_PG_URL``: a
+database is created and dropped per size).
 """
 
 from __future__ import annotations
@@ -181,6 +188,58 @@ def table(results: dict[str, Series]) -> str:
     return "\n".join(lines)
 
 
+def prefill(database_url: str, waiting: int) -> None:
+    """Migrate and store ``waiting`` queued jobs, as accepted submissions would have."""
+    from app.db.migrate import upgrade
+    from app.db.session import make_engine, make_session_factory, transaction
+    from app.services.admission import NewJob, _job_row
+
+    upgrade(database_url)
+    engine = make_engine(database_url)
+    now_ms = int(time.time() * 1000)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            for n in range(waiting):
+                new = NewJob(
+                    name=f"waiting-{n}",
+                    queue="default",
+                    deadline_ms=now_ms + 86_400_000,
+                    requested_tasks=10_000,
+                    input_bytes=None,
+                    block_size=None,
+                    run=RUN,
+                    tags=(),
+                    idempotency_key=None,
+                    request_hash=f"prefill-{n}",
+                )
+                session.add(_job_row(new, now_ms))
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def database(url: str | None, tmp: str, tag: str) -> Iterator[str]:
+    """A fresh database: a SQLite file, or a PostgreSQL database made from an admin URL."""
+    if not url or url.startswith("sqlite"):
+        yield url or f"sqlite:///{tmp}/bench-{tag}.db"
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"sidecar_bench_{tag}_{os.getpid()}"
+    admin = create_engine(
+        make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=50.0, help="requests per second")
@@ -188,9 +247,28 @@ def main() -> None:
     parser.add_argument("--max-duration", type=float, default=60.0, help="seconds (bound)")
     parser.add_argument("--database-url", help="an empty database (default: temp SQLite)")
     parser.add_argument("--server-log", type=Path, help="write the server's log here")
+    parser.add_argument("--waiting", help="comma-separated queue sizes, e.g. 100,1000,10000")
     args = parser.parse_args()
     if args.rate <= 0 or args.count < 1 or args.max_duration <= 0:
         parser.error("--rate, --count and --max-duration must be positive")
+    if args.waiting:
+        sizes = [int(x) for x in args.waiting.split(",")]
+        rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for waiting in sizes:
+                with database(args.database_url, tmp, str(waiting)) as url:
+                    prefill(url, waiting)
+                    print(f"{url.split('://', 1)[0]}: {waiting} waiting; rate {args.rate:g}/s")
+                    with server(url, _free_port(), args.server_log) as base:
+                        results = asyncio.run(
+                            run(base, args.rate, args.count, args.max_duration)
+                        )
+                rows.append((waiting, results))
+        print(f"{'waiting':>8} " + table(rows[0][1]).splitlines()[0])
+        for waiting, results in rows:
+            for line in table(results).splitlines()[1:]:
+                print(f"{waiting:>8} {line}")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"
         engine = url.split("://", 1)[0]
