@@ -9,7 +9,9 @@ independent of the database's bind-parameter limit:
 * **Only what changed.** ``PollMemory`` remembers, in process memory, what the previous good poll
   wrote. An app is rewritten when it is new, when a lifecycle field changed (state, queue,
   allocation, ...), when it reached a final state, or when its running counters (progress,
-  elapsed time, resource-seconds) changed and were last written ``refresh_ms`` ago or more. A
+  elapsed time, resource-seconds) changed and its refresh slot came round: once per
+  ``refresh_ms``, at a phase drawn from its id, so the refreshes of thousands of apps first seen
+  together are spread evenly over the window instead of all falling on one poll. A
   not-final app that the RM stops listing gets ``gone_ms``. After a restart the memory is empty
   and the first poll writes everything once.
 * **Totals per poll, raw rows on change.** Each poll appends one ``ClusterSample`` (what the
@@ -20,6 +22,7 @@ independent of the database's bind-parameter limit:
 from __future__ import annotations
 
 import operator
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +49,7 @@ NodeKey = tuple[Any, ...]
 class PollMemory:
     """What the database holds as of the previous good poll (per process, rebuilt on restart).
 
-    ``apps``: app id -> (lifecycle key, counters key, when the row was last written).
+    ``apps``: app id -> (lifecycle key, counters key, refresh slot of the last write).
     ``nodes``: node id -> the key of its last written row. ``primed`` once a poll committed.
     """
 
@@ -111,26 +114,24 @@ def plan(
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
+    refresh_ms = max(1, refresh_ms)
     for app in apps:
         if app.app_id in new_apps:
             continue  # listed twice (running and finished windows overlap): first one wins
         life: AppKey = _lifecycle(app)
         counters: AppKey = _counters(app)
         prev = prev_apps.get(app.app_id)
-        written = now_ms
+        slot = (now_ms + zlib.crc32(app.app_id.encode()) % refresh_ms) // refresh_ms
         if (
             prev is None
             or prev[0] != life
-            or (
-                prev[1] != counters
-                and (app.state in FINAL_APP_STATES or now_ms - prev[2] >= refresh_ms)
-            )
+            or (prev[1] != counters and (app.state in FINAL_APP_STATES or slot != prev[2]))
         ):
             rows.append(app_row(cluster_id, app, now_ms))
         else:
-            # Unchanged, or only counters moved within the refresh window: the stored row stays.
-            counters, written = prev[1], prev[2]
-        new_apps[app.app_id] = (life, counters, written)
+            # Unchanged, or only counters moved within the refresh slot: the stored row stays.
+            counters, slot = prev[1], prev[2]
+        new_apps[app.app_id] = (life, counters, slot)
     gone = [
         app_id
         for app_id, (life, _, _) in prev_apps.items()

@@ -84,8 +84,10 @@ async def test_a_30000_app_cluster_polls_and_writes_only_changes(
     finished = [a for a in before if a not in cluster.running and a not in vanished]
     new = [a for a in cluster.running if a not in before]
     assert len(finished) == len(new) == RUNNING // 100
-    # Only new and finished apps are written: running counters moved within the refresh window.
-    assert second.apps == len(new) + len(finished)
+    # New and finished apps are written, and of the running apps whose counters moved only
+    # those whose refresh slot came round: about 10 s / 60 s of them, not all 30,000.
+    refreshed = second.apps - len(new) - len(finished)
+    assert 0.12 * RUNNING < refreshed < 0.22 * RUNNING
     assert _count(db) == RUNNING + len(new)
     assert _count(db, Application.state == "FINISHED") == len(finished)
     assert _count(db, Application.gone_ms.is_not(None)) == len(vanished)
