@@ -6,7 +6,8 @@ on 127.0.0.1 with a fresh SQLite file, or the empty database given with ``--data
 sidecar: validation, the committed admission transaction (Justice, seed 004 Algorithm 6) and the
 read path. Requests are sent open-loop at ``--rate`` per second (a request is not held back by
 slow earlier ones), bounded by ``--count`` and ``--max-duration``; every tenth POST is a retry of
-an earlier one with the same ``Idempotency-Key``. Prints p50/p95/p99/max per endpoint.
+an earlier one with the same ``Idempotency-Key``. Prints p50/p95/p99/max per endpoint; a 503
+with ``Retry-After`` (load shed, nothing stored) is counted apart from errors.
 
 ``--waiting 100,1000,10000`` first stores that many queued jobs (deadlines a day away, more
 tasks than the deadline capacity can ever grant at once, so they stay waiting) and prints one
@@ -46,6 +47,7 @@ class Series:
 
     latencies_ms: list[float] = field(default_factory=list)
     failures: dict[str, int] = field(default_factory=dict)
+    shed: int = 0  # 503 + Retry-After: refused whole, not an error
 
     def fail(self, what: str) -> None:
         self.failures[what] = self.failures.get(what, 0) + 1
@@ -120,7 +122,9 @@ async def _post(client: httpx.AsyncClient, i: int, series: Series, ids: list[str
         series.fail(type(exc).__name__)
         return
     series.latencies_ms.append((time.perf_counter() - started) * 1000)
-    if r.status_code not in (200, 202):
+    if r.status_code == 503 and "Retry-After" in r.headers:
+        series.shed += 1
+    elif r.status_code not in (200, 202):
         series.fail(f"HTTP {r.status_code}")
     else:
         ids.append(r.json()["id"])
@@ -170,18 +174,18 @@ def _pct(values: list[float], q: float) -> float:
 def table(results: dict[str, Series]) -> str:
     """Percentiles per endpoint, milliseconds."""
     lines = [
-        f"{'endpoint':<16}{'n':>6}{'errors':>8}{'p50 ms':>10}{'p95 ms':>10}{'p99 ms':>10}"
-        f"{'max ms':>10}"
+        f"{'endpoint':<16}{'n':>6}{'errors':>8}{'503':>6}{'p50 ms':>10}{'p95 ms':>10}"
+        f"{'p99 ms':>10}{'max ms':>10}"
     ]
     for name, s in results.items():
         lat = sorted(s.latencies_ms)
         errors = sum(s.failures.values())
         if not lat:
-            lines.append(f"{name:<16}{0:>6}{errors:>8}")
+            lines.append(f"{name:<16}{0:>6}{errors:>8}{s.shed:>6}")
             continue
         lines.append(
-            f"{name:<16}{len(lat):>6}{errors:>8}{_pct(lat, 50):>10.1f}{_pct(lat, 95):>10.1f}"
-            f"{_pct(lat, 99):>10.1f}{lat[-1]:>10.1f}"
+            f"{name:<16}{len(lat):>6}{errors:>8}{s.shed:>6}{_pct(lat, 50):>10.1f}"
+            f"{_pct(lat, 95):>10.1f}{_pct(lat, 99):>10.1f}{lat[-1]:>10.1f}"
         )
         if s.failures:
             lines.append(f"{'':<16}failures: {s.failures}")

@@ -166,6 +166,8 @@ class AdmissionService(LoopService):
             self._db_lock, self._create_batch
         )
         self._act_lock = asyncio.Lock()
+        # ``POST /jobs`` being served now (counted by the route, on the event loop).
+        self.submissions_in_flight = 0
         self.eager = False
         self._kicked: asyncio.Task[None] | None = None
         self._kick_again = False
@@ -179,11 +181,12 @@ class AdmissionService(LoopService):
 
     # ---- API entry points ----------------------------------------------------------------------
 
-    def create_job(self, new: NewJob, now_ms: int) -> Submitted:
+    def create_job(self, new: NewJob, now_ms: int, *, arrived: float | None = None) -> Submitted:
         """Store a job and run admission on it in one transaction (called from a worker thread).
 
         Raises ``JobRejected`` (409) in observe mode or when the idempotency key was used for a
-        different request, (503) when admission stayed saturated for the whole wait. Concurrent
+        different request, (503) when admission stayed saturated for the whole wait, counted from
+        ``arrived`` (``time.monotonic()`` when the request came in; default: now). Concurrent
         calls share one transaction and one round (``admission_batch``).
         """
         if not self.options.writes_enabled:
@@ -191,7 +194,7 @@ class AdmissionService(LoopService):
                 409, "mode", "the sidecar is in observe mode and submits nothing to YARN"
             )
         try:
-            return self._batcher.submit(new, now_ms)
+            return self._batcher.submit(new, now_ms, arrived=arrived)
         except Overloaded as exc:
             raise JobRejected(503, "load", str(exc)) from exc
 

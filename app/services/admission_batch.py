@@ -22,8 +22,8 @@ from typing import Generic, TypeVar
 
 # Enough to drain a burst in a few rounds; bounded so one transaction stays short.
 MAX_BATCH = 256
-# How long a request may wait for its turn before it is shed.
-ADMIT_WAIT_S = 5.0
+# How long a request may wait for its turn (from its arrival) before it is shed.
+ADMIT_WAIT_S = 10.0
 
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
@@ -67,12 +67,14 @@ class SubmissionBatcher(Generic[_In, _Out]):
         self.batches = 0
         self.largest_batch = 0
 
-    def submit(self, item: _In, now_ms: int) -> _Out:
-        """Store ``item`` through a batch and return its result; ``Overloaded`` if shed."""
+    def submit(self, item: _In, now_ms: int, *, arrived: float | None = None) -> _Out:
+        """Store ``item`` through a batch and return its result; ``Overloaded`` if not served
+        within ``wait_s`` of ``arrived`` (``time.monotonic()``; time spent waiting for a worker
+        thread counts too)."""
         ticket: _Ticket[_In, _Out] = _Ticket(item, now_ms)
         with self._guard:
             self._pending.append(ticket)
-        deadline = time.monotonic() + self.wait_s
+        deadline = (time.monotonic() if arrived is None else arrived) + self.wait_s
         while not ticket.done.is_set():
             remaining = deadline - time.monotonic()
             if remaining > 0 and self.lock.acquire(timeout=remaining):

@@ -10,6 +10,7 @@ already stored, the same key with another body ``409``.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, status
@@ -31,6 +32,9 @@ router = APIRouter(tags=["jobs"])
 CANCEL_WAIT_S = 15.0
 # Seconds a client is asked to wait after a 503 (admission saturated).
 RETRY_AFTER_S = 1
+# Submissions being served at once (waiting for a worker thread or the admission lock) beyond
+# which a new one is refused at once; below it, each waits at most ``ADMIT_WAIT_S`` in all.
+MAX_SUBMISSIONS_IN_FLIGHT = 1024
 
 
 def _service(state: SidecarState) -> AdmissionService:
@@ -165,12 +169,23 @@ async def submit_job(
     service = _service(state)
     now_ms = service.clock()
     new = _new_job(body, _idempotency_key(body, idempotency_key), state, now_ms)
+    if service.submissions_in_flight >= MAX_SUBMISSIONS_IN_FLIGHT:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "load: too many submissions in flight; retry shortly",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+    service.submissions_in_flight += 1  # the event loop's thread only: no lock needed
     try:
-        result = await run_in_threadpool(service.create_job, new, now_ms)
+        result = await run_in_threadpool(
+            service.create_job, new, now_ms, arrived=time.monotonic()
+        )
     except JobRejected as exc:
         # 503: admission is saturated; the request was not stored and is safe to repeat.
         headers = {"Retry-After": str(RETRY_AFTER_S)} if exc.status == 503 else None
         raise HTTPException(exc.status, f"{exc.field}: {exc.message}", headers=headers) from exc
+    finally:
+        service.submissions_in_flight -= 1
     if not result.created:
         response.status_code = status.HTTP_200_OK
     elif result.job.state == "admitted":
