@@ -4,9 +4,12 @@ resource (database engine, RM client, loop services), after Prefect's server (``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import anyio.to_thread
 import httpx
 from fastapi import FastAPI
 
@@ -15,7 +18,7 @@ from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, 
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
 from app.api.state import SidecarState
-from app.db.session import make_engine, make_session_factory
+from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_factory
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -42,6 +45,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            size_thread_pools()
             engine = make_engine(settings.effective_database_url)
             stack.callback(engine.dispose)
             state = SidecarState(
@@ -98,3 +102,12 @@ def create_app(
 def schema_app() -> FastAPI:
     """An app for exporting the OpenAPI schema: no settings from the environment are needed."""
     return create_app(Settings(mode=Mode.OBSERVE), run_loops=False)
+
+
+def size_thread_pools() -> None:
+    """Worker threads no more than pooled connections (``app.db.session``): the API's sync
+    routes run on AnyIO's limiter, the loops' ``asyncio.to_thread`` on the default executor."""
+    anyio.to_thread.current_default_thread_limiter().total_tokens = API_THREADS
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(LOOP_THREADS, thread_name_prefix="sidecar-loop")
+    )

@@ -37,6 +37,7 @@ class Row:
 
     workload: str
     policy: str
+    model: str
     jobs: int
     capacity: int
     wall_s: float
@@ -50,21 +51,28 @@ class Row:
 
 
 def _child(
-    conn: Connection, policy: str, jobs: Sequence[SimJob], capacity: int, label: str
+    conn: Connection,
+    policy: str,
+    jobs: Sequence[SimJob],
+    capacity: int,
+    label: str,
+    model: str,
 ) -> None:
     t0 = time.perf_counter()
-    result = experiment.run_policy(policy, jobs, ClusterSpec(capacity))
+    result = experiment.run_policy(policy, jobs, ClusterSpec(capacity), model=model)
     wall = time.perf_counter() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    conn.send(Row(label, policy, len(jobs), capacity, wall, result.events, rss_mb))
+    conn.send(Row(label, policy, model, len(jobs), capacity, wall, result.events, rss_mb))
     conn.close()
 
 
-def run_forked(policy: str, jobs: Sequence[SimJob], capacity: int, label: str) -> Row:
+def run_forked(
+    policy: str, jobs: Sequence[SimJob], capacity: int, label: str, model: str = "fluid"
+) -> Row:
     """Simulate in a forked child and return its measurements."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, policy, jobs, capacity, label))
+    proc = ctx.Process(target=_child, args=(child, policy, jobs, capacity, label, model))
     proc.start()
     child.close()
     row: Row = parent.recv()
@@ -73,26 +81,24 @@ def run_forked(policy: str, jobs: Sequence[SimJob], capacity: int, label: str) -
 
 
 def _print(rows: Sequence[Row]) -> None:
-    head = f"{'workload':<22}{'policy':<14}{'jobs':>9}{'vcores':>9}{'wall s':>9}"
+    head = f"{'workload':<22}{'policy':<14}{'model':<7}{'jobs':>9}{'vcores':>9}{'wall s':>9}"
     print(head + f"{'jobs/s':>10}{'events':>10}{'peak MB':>9}")
     for r in rows:
         print(
-            f"{r.workload:<22}{r.policy:<14}{r.jobs:>9}{r.capacity:>9}{r.wall_s:>9.1f}"
+            f"{r.workload:<22}{r.policy:<14}{r.model:<7}{r.jobs:>9}{r.capacity:>9}{r.wall_s:>9.1f}"
             f"{r.jobs_per_s:>10.0f}{r.events:>10}{r.peak_rss_mb:>9.0f}"
         )
     sys.stdout.flush()
 
 
-def synthetic_rows(n: int) -> list[Row]:
-    """Throughput on a seeded synthetic workload for each allocator."""
+def synthetic_rows(n: int, models: Sequence[str] = ("fluid",)) -> list[Row]:
+    """Throughput on a seeded synthetic workload for each policy, in each cluster model."""
     jobs = trace.synthetic(trace.SyntheticSpec(jobs=n, mean_interarrival_s=5.0), 1)
     cap = 400
     jobs = experiment.with_deadlines(jobs, "Fixed2x", cap, 1)
     label = f"synthetic {n}"
-    return [
-        run_forked(p, jobs, cap, label)
-        for p in ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "fawkes:TD", "ltrf")
-    ]
+    policies = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "fawkes:TD", "ltrf")
+    return [run_forked(p, jobs, cap, label, m) for m in models for p in policies]
 
 
 def google29d_rows(limit: int | None, capacity_pct: float) -> list[Row]:
@@ -123,10 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the long jobs already running at t = 0): below that the queue grows for 29 days.
     p.add_argument("--capacity", type=float, default=100.0, help="percent of the 29d peak")
     p.add_argument("--skip-29d", action="store_true")
+    p.add_argument(
+        "--models", default="fluid,tasks", help="cluster models of the synthetic runs (comma list)"
+    )
     args = p.parse_args(argv)
     rows: list[Row] = []
     if args.synthetic:
-        rows += synthetic_rows(args.synthetic)
+        rows += synthetic_rows(args.synthetic, args.models.split(","))
         _print(rows)
     if not args.skip_29d:
         rows += google29d_rows(args.limit, args.capacity)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.control.ledger import LedgerRow
 from app.db.control_models import ConfigPush, ControlConfig, LedgerEntry, PolicyState
-from app.db.models import Application, Decision, NodeSample, Queue, QueueSample
+from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.observation import ClusterTotals, SamplePoint
 
@@ -111,19 +111,12 @@ def cluster_totals(
     session: Session, cluster_id: int, start_ms: int, end_ms: int
 ) -> dict[int, ClusterTotals]:
     """Resources of the RUNNING NodeManagers at each poll in ``[start_ms, end_ms]``."""
-    stmt = (
-        select(
-            NodeSample.taken_ms,
-            func.sum(NodeSample.capability_vcores),
-            func.sum(NodeSample.capability_mb),
-        )
-        .where(
-            NodeSample.cluster_id == cluster_id,
-            NodeSample.state == "RUNNING",
-            NodeSample.taken_ms >= start_ms,
-            NodeSample.taken_ms <= end_ms,
-        )
-        .group_by(NodeSample.taken_ms)
+    stmt = select(
+        ClusterSample.taken_ms, ClusterSample.capability_vcores, ClusterSample.capability_mb
+    ).where(
+        ClusterSample.cluster_id == cluster_id,
+        ClusterSample.taken_ms >= start_ms,
+        ClusterSample.taken_ms <= end_ms,
     )
     return {
         t: ClusterTotals(float(v or 0), float(m or 0)) for t, v, m in session.execute(stmt).all()
@@ -133,8 +126,8 @@ def cluster_totals(
 def latest_totals(session: Session, cluster_id: int, until_ms: int) -> ClusterTotals | None:
     """The cluster's size at the newest poll at or before ``until_ms``."""
     newest = session.scalar(
-        select(func.max(NodeSample.taken_ms)).where(
-            NodeSample.cluster_id == cluster_id, NodeSample.taken_ms <= until_ms
+        select(func.max(ClusterSample.taken_ms)).where(
+            ClusterSample.cluster_id == cluster_id, ClusterSample.taken_ms <= until_ms
         )
     )
     if newest is None:

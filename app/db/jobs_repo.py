@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, JobDecision
-from app.db.models import Application, Cluster, NodeSample
+from app.db.models import Application, Cluster, ClusterSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
 from app.domain.tags import (
@@ -102,19 +102,13 @@ def running_vcores(session: Session, cluster_name: str) -> int | None:
     cluster_id = session.scalar(select(Cluster.id).where(Cluster.name == cluster_name))
     if cluster_id is None:
         return None
-    latest = session.scalar(
-        select(func.max(NodeSample.taken_ms)).where(NodeSample.cluster_id == cluster_id)
-    )
-    if latest is None:
-        return None
     total = session.scalar(
-        select(func.coalesce(func.sum(NodeSample.capability_vcores), 0)).where(
-            NodeSample.cluster_id == cluster_id,
-            NodeSample.taken_ms == latest,
-            NodeSample.state == "RUNNING",
-        )
+        select(ClusterSample.capability_vcores)
+        .where(ClusterSample.cluster_id == cluster_id)
+        .order_by(ClusterSample.taken_ms.desc())
+        .limit(1)
     )
-    return int(total or 0)
+    return None if total is None else int(total)
 
 
 def cluster_id(session: Session, cluster_name: str) -> int | None:
@@ -328,7 +322,7 @@ def unseen_job_apps(
         .where(
             Job.state.in_(list(states)),
             Application.state.not_in(sorted(FINAL_APP_STATES)),
-            Application.updated_ms < last_good,
+            Application.gone_ms.is_not(None),
         )
         .order_by(Job.submitted_ms)
     )
@@ -342,7 +336,7 @@ def live_job_tagged_apps(session: Session, cluster_name: str) -> list[Applicatio
         return []
     stmt = select(Application).where(
         Application.state.not_in(sorted(FINAL_APP_STATES)),
-        Application.updated_ms >= last_good,
+        Application.gone_ms.is_(None),
         Application.tags.contains(f",{JOB_TAG}", autoescape=True),
     )
     return list(session.scalars(stmt))

@@ -140,11 +140,37 @@ class Application(Base):
     priority: Mapped[int] = mapped_column(Integer, default=0)
     diagnostics: Mapped[str] = mapped_column(Text, default="")
     first_seen_ms: Mapped[int] = mapped_column(BigInteger)
+    # The poll that last wrote the row: a poll rewrites only apps that changed.
     updated_ms: Mapped[int] = mapped_column(BigInteger)
+    # Set by the first good poll that no longer listed a not-final app; cleared if it reappears.
+    gone_ms: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class ClusterSample(Base):
+    """The cluster's NodeManagers summed at one poll: what the controller and admission read.
+
+    Raw ``NodeSample`` rows are written only for nodes that changed, so this is the one row per
+    poll that says how big the cluster was.
+    """
+
+    __tablename__ = "cluster_samples"
+    __table_args__ = (Index("ix_cluster_samples_cluster_taken", "cluster_id", "taken_ms"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))
+    taken_ms: Mapped[int] = mapped_column(BigInteger)
+    nodes: Mapped[int] = mapped_column(Integer)
+    running_nodes: Mapped[int] = mapped_column(Integer)
+    # Capability and usage of the RUNNING NodeManagers only.
+    capability_vcores: Mapped[int] = mapped_column(BigInteger)
+    capability_mb: Mapped[int] = mapped_column(BigInteger)
+    used_vcores: Mapped[int] = mapped_column(BigInteger)
+    used_mb: Mapped[int] = mapped_column(BigInteger)
+    num_containers: Mapped[int] = mapped_column(Integer)
 
 
 class NodeSample(Base):
-    """One NodeManager at one poll."""
+    """One NodeManager at a poll where it was new or had changed since its previous row."""
 
     __tablename__ = "node_samples"
     __table_args__ = (Index("ix_node_samples_cluster_taken", "cluster_id", "taken_ms"),)

@@ -1,5 +1,6 @@
 """Repository functions: each takes a ``Session`` and never commits (the caller owns the
-transaction, as in Prefect's model layer). Bulk writes are single statements.
+transaction, as in Prefect's model layer). Bulk writes are fixed-size batches
+(``app.db.poll_writes``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from sqlalchemy import and_, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db import poll_writes
 from app.db.models import (
     Application,
     Cluster,
     Decision,
-    NodeSample,
     PollRecord,
     Queue,
     QueueSample,
@@ -113,77 +114,23 @@ def add_queue_samples(
     return len(rows)
 
 
-def _app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
-    return {
-        "app_id": app.app_id,
-        "cluster_id": cluster_id,
-        "user": app.user,
-        "queue": app.queue,
-        "name": app.name,
-        "app_type": app.app_type,
-        "tags": "," + ",".join(app.tags) + ("," if app.tags else ""),
-        "state": app.state,
-        "final_status": app.final_status,
-        "progress": app.progress,
-        "submitted_ms": app.submitted_ms,
-        "started_ms": app.started_ms,
-        "launched_ms": app.launched_ms,
-        "finished_ms": app.finished_ms,
-        "elapsed_ms": app.elapsed_ms,
-        "allocated_vcores": app.allocated.vcores,
-        "allocated_mb": app.allocated.memory_mb,
-        "vcore_seconds": app.vcore_seconds,
-        "memory_seconds": app.memory_seconds,
-        "running_containers": app.running_containers,
-        "priority": app.priority,
-        "diagnostics": app.diagnostics,
-        "first_seen_ms": now_ms,
-        "updated_ms": now_ms,
-    }
-
-
 def upsert_apps(session: Session, cluster_id: int, apps: Sequence[AppRecord], now_ms: int) -> int:
-    """Insert new applications and update known ones in one statement per dialect.
+    """Insert new applications and update known ones, in fixed-size batches.
 
     Idempotent: polling the same apps again, or after a restart, never duplicates a row; the
     first-seen time is kept from the first insert.
     """
-    if not apps:
-        return 0
     # One row per app id even if the RM listed an app twice (running + finished windows overlap).
-    rows = list({a.app_id: _app_row(cluster_id, a, now_ms) for a in apps}.values())
-    stmt = _dialect_insert(session, Application).values(rows)
-    updatable = {
-        k: getattr(stmt.excluded, k) for k in rows[0] if k not in ("app_id", "first_seen_ms")
-    }
-    session.execute(stmt.on_conflict_do_update(index_elements=["app_id"], set_=updatable))
-    return len(rows)
+    rows = list({a.app_id: poll_writes.app_row(cluster_id, a, now_ms) for a in apps}.values())
+    return poll_writes.upsert_app_rows(session, rows)
 
 
 def add_node_samples(
     session: Session, cluster_id: int, nodes: Sequence[NodeState], taken_ms: int
 ) -> int:
-    """Append one sample per NodeManager; returns how many."""
-    rows = [
-        {
-            "cluster_id": cluster_id,
-            "taken_ms": taken_ms,
-            "node_id": n.node_id,
-            "host": n.host,
-            "rack": n.rack,
-            "state": n.state,
-            "labels": ",".join(n.labels),
-            "capability_vcores": n.capability.vcores,
-            "capability_mb": n.capability.memory_mb,
-            "used_vcores": n.used.vcores,
-            "used_mb": n.used.memory_mb,
-            "num_containers": n.num_containers,
-        }
-        for n in nodes
-    ]
-    if rows:
-        session.execute(insert(NodeSample), rows)
-    return len(rows)
+    """Append the poll's cluster totals and one raw sample per NodeManager; returns how many."""
+    poll_writes.add_cluster_sample(session, cluster_id, nodes, taken_ms)
+    return poll_writes.add_node_rows(session, cluster_id, nodes, taken_ms)
 
 
 def record_poll(session: Session, poll: PollRecord) -> PollRecord:

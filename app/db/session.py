@@ -11,6 +11,15 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+# Threads that may each hold one pooled connection at a time: the API's worker threads (sync
+# routes and ``run_in_threadpool``) and the loops' ``asyncio.to_thread`` executor. The pool has a
+# connection for every one of them, so no thread ever waits for a connection held by a thread
+# that is itself waiting (``app.main`` sizes both thread pools with these numbers).
+API_THREADS = 24
+LOOP_THREADS = 8
+POOL_SIZE = API_THREADS + LOOP_THREADS
+POOL_OVERFLOW = 4
+
 
 def _normalise(url: str) -> str:
     # psycopg 3 is the driver we ship; a bare postgresql:// would ask for psycopg2.
@@ -28,13 +37,16 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 30})
+        if parsed.database and parsed.database != ":memory:" and "poolclass" not in kwargs:
+            kwargs.setdefault("pool_size", POOL_SIZE)
+            kwargs.setdefault("max_overflow", POOL_OVERFLOW)
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     if "poolclass" not in kwargs:
-        kwargs.setdefault("pool_size", 10)
-        kwargs.setdefault("max_overflow", 20)
+        kwargs.setdefault("pool_size", POOL_SIZE)
+        kwargs.setdefault("max_overflow", POOL_OVERFLOW)
     return create_engine(url, **kwargs)
 
 

@@ -25,7 +25,7 @@ are capacity minus the CPUs granted to admitted, submitting and submitted jobs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,8 @@ class RoundResult:
     requester_decision: JobDecision | None = None
     round_id: int | None = None
     capacity: int | None = None
+    # Each requester's decision when one round serves several submissions.
+    requester_decisions: dict[str, JobDecision] = field(default_factory=dict)
 
     @property
     def admitted(self) -> int:
@@ -131,14 +133,22 @@ def admission_round(
     now_ms: int,
     trigger: str,
     requester: str | None = None,
+    requesters: Sequence[str] = (),
 ) -> RoundResult:
-    """Run Algorithm 6 over every queued and running job and apply the decisions."""
+    """Run Algorithm 6 over every queued and running job and apply the decisions.
+
+    ``requester`` (or several ``requesters``, when concurrent submissions share one round): jobs
+    whose decision is recorded even when it is "queue"."""
+    wanted = set(requesters) | ({requester} if requester is not None else set())
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))
     if result.capacity is None:
-        if requester is not None:
-            result.requester_decision = _record_unknown_capacity(session, cfg, requester, now_ms)
+        for job_id in sorted(wanted):
+            decided = _record_unknown_capacity(session, cfg, job_id, now_ms)
+            result.requester_decisions[job_id] = decided
+            if job_id == requester:
+                result.requester_decision = decided
         return result
     waiting, running = jobs_repo.admission_inputs(session)
     free = max(result.capacity - sum(j.cpus for j in running), 0)
@@ -154,12 +164,14 @@ def admission_round(
         "estimator": estimator_summary(state, cfg.params),
     }
     result.applied = [d for d in result.decisions if _apply(session, d, now_ms)]
-    recorded = [d for d in result.applied if d.action != "queue" or d.job_id == requester]
+    recorded = [d for d in result.applied if d.action != "queue" or d.job_id in wanted]
     if recorded:
         result.round_id = _record_round(session, cfg, numbers, recorded, now_ms, trigger)
     for decision in recorded:
         job_decision = _job_decision(decision, cfg, numbers, result.round_id, now_ms)
         jobs_repo.add_decision(session, job_decision)
+        if decision.job_id in wanted:
+            result.requester_decisions[decision.job_id] = job_decision
         if decision.job_id == requester:
             result.requester_decision = job_decision
     return result

@@ -62,6 +62,7 @@ from app.jobs.rounds import (
     learn_pass,
     record_step,
 )
+from app.services.admission_batch import Overloaded, SubmissionBatcher
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.settings import Mode, Settings
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
@@ -161,7 +162,12 @@ class AdmissionService(LoopService):
         # Serialises admission and learning in this process (SQLite has no row locks; on
         # PostgreSQL the estimator row lock does the same across processes).
         self._db_lock = threading.Lock()
+        self._batcher: SubmissionBatcher[NewJob, Submitted] = SubmissionBatcher(
+            self._db_lock, self._create_batch
+        )
         self._act_lock = asyncio.Lock()
+        # ``POST /jobs`` being served now (counted by the route, on the event loop).
+        self.submissions_in_flight = 0
         self.eager = False
         self._kicked: asyncio.Task[None] | None = None
         self._kick_again = False
@@ -175,27 +181,47 @@ class AdmissionService(LoopService):
 
     # ---- API entry points ----------------------------------------------------------------------
 
-    def create_job(self, new: NewJob, now_ms: int) -> Submitted:
+    def create_job(self, new: NewJob, now_ms: int, *, arrived: float | None = None) -> Submitted:
         """Store a job and run admission on it in one transaction (called from a worker thread).
 
         Raises ``JobRejected`` (409) in observe mode or when the idempotency key was used for a
-        different request.
+        different request, (503) when admission stayed saturated for the whole wait, counted from
+        ``arrived`` (``time.monotonic()`` when the request came in; default: now). Concurrent
+        calls share one transaction and one round (``admission_batch``).
         """
         if not self.options.writes_enabled:
             raise JobRejected(
                 409, "mode", "the sidecar is in observe mode and submits nothing to YARN"
             )
-        with self._db_lock:
-            try:
-                return self._create(new, now_ms)
-            except IntegrityError:
-                # Another process stored the same idempotency key first: answer with its job.
-                if new.idempotency_key is None:
-                    raise
-                replay = self._replay(new)
-                if replay is None:
-                    raise
-                return replay
+        try:
+            return self._batcher.submit(new, now_ms, arrived=arrived)
+        except Overloaded as exc:
+            raise JobRejected(503, "load", str(exc)) from exc
+
+    def _create_batch(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
+        """Concurrent submissions in one transaction and one round (under ``_db_lock``)."""
+        try:
+            return self._create_many(items)
+        except IntegrityError:
+            # Another process stored one of these idempotency keys first: one at a time.
+            out: list[Submitted | BaseException] = []
+            for new, now_ms in items:
+                try:
+                    out.append(self._create_one(new, now_ms))
+                except Exception as exc:
+                    out.append(exc)
+            return out
+
+    def _create_one(self, new: NewJob, now_ms: int) -> Submitted:
+        try:
+            return self._create(new, now_ms)
+        except IntegrityError:
+            if new.idempotency_key is None:
+                raise
+            replay = self._replay(new)
+            if replay is None:
+                raise
+            return replay
 
     def _create(self, new: NewJob, now_ms: int) -> Submitted:
         with transaction(self.sessions) as session:
@@ -208,6 +234,44 @@ class AdmissionService(LoopService):
             session.refresh(job)
             self.last_round = result
             return Submitted(job, result.requester_decision, True)
+
+    def _create_many(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
+        out: list[Submitted | BaseException | None] = [None] * len(items)
+        with transaction(self.sessions) as session:
+            created: list[tuple[int, Job]] = []
+            replays: list[tuple[int, Job, NewJob]] = []
+            by_key: dict[str, Job] = {}
+            for i, (new, now_ms) in enumerate(items):
+                key = new.idempotency_key
+                existing = None
+                if key is not None:
+                    existing = by_key.get(key) or jobs_repo.job_by_key(session, key)
+                if existing is not None:
+                    replays.append((i, existing, new))
+                    continue
+                job = jobs_repo.add_job(session, _job_row(new, now_ms))
+                if key is not None:
+                    by_key[key] = job
+                created.append((i, job))
+            if created:
+                round_ms = max(now_ms for _, now_ms in items)
+                result = admission_round(
+                    session,
+                    self.cfg,
+                    round_ms,
+                    "submission",
+                    requesters=[job.id for _, job in created],
+                )
+                self.last_round = result
+                for i, job in created:
+                    session.refresh(job)
+                    out[i] = Submitted(job, result.requester_decisions.get(job.id), True)
+            for i, job, new in replays:
+                try:
+                    out[i] = _replayed(session, job, new)
+                except JobRejected as exc:
+                    out[i] = exc
+        return [o for o in out if o is not None]
 
     def _replay(self, new: NewJob) -> Submitted | None:
         assert new.idempotency_key is not None

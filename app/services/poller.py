@@ -7,6 +7,10 @@ sidecar was down is still recorded, as long as the RM retains it
 garbage makes the tick fail softly: it is recorded, the poller backs off exponentially (capped), and
 ``/ready`` reports the age of the last good poll.
 
+At cluster scale (thousands of apps and nodes) a tick writes only what changed since the previous
+good tick, in fixed-size batches (``app.db.poll_writes``); error text kept for ``/ready`` and the
+logs is capped, since a database error can quote a whole statement with its parameters.
+
 The finished window reaches ``FINISHED_GRACE_MS`` behind the watermark: a real 3.5.0 RM keeps
 accruing ``vcoreSeconds`` for a few seconds after an app turns FINISHED (its AM container is still
 exiting), so apps are re-read, and their accounting corrected, until the grace has passed.
@@ -22,12 +26,18 @@ from typing import Protocol
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import repo
+from app.db import poll_writes, repo
 from app.db.models import PollRecord
 from app.db.session import transaction
 from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError
+
+# How stale a running app's counters (progress, elapsed, resource-seconds) may be in the history
+# before its row is rewritten; lifecycle changes and final states are written at once.
+APP_REFRESH_S = 60.0
+# Error text kept per failure (``/ready``, the polls table, the log line).
+MAX_ERROR_CHARS = 1000
 
 
 class SnapshotSource(Protocol):
@@ -68,6 +78,7 @@ class Poller(LoopService):
         interval_s: float,
         max_backoff_s: float = 300.0,
         clock: Clock = wall_clock_ms,
+        app_refresh_s: float = APP_REFRESH_S,
     ) -> None:
         super().__init__(interval_s, clock)
         self.source = source
@@ -80,6 +91,8 @@ class Poller(LoopService):
         self.last_good_poll_ms: int | None = None
         self.last_error: str | None = None
         self.last_summary: PollSummary | None = None
+        self.app_refresh_ms = int(app_refresh_s * 1000)
+        self.memory = poll_writes.PollMemory()
 
     async def run_once(self, now_ms: int) -> None:
         await self.poll(now_ms)
@@ -114,9 +127,12 @@ class Poller(LoopService):
         self.failures += 1
         delay = self.backoff_s()
         self.next_attempt_ms = now_ms + int(delay * 1000)
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_error = cap_error(f"{type(exc).__name__}: {exc}")
         self.log.warning(
-            "poll failed (%d in a row), next attempt in %.0fs: %s", self.failures, delay, exc
+            "poll failed (%d in a row), next attempt in %.0fs: %s",
+            self.failures,
+            delay,
+            self.last_error,
         )
         try:
             await asyncio.to_thread(self._record_failure, now_ms, self.last_error, started)
@@ -136,8 +152,17 @@ class Poller(LoopService):
             cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
             queue_ids = repo.upsert_queues(session, cluster.id, snap.queues, snap.taken_ms)
             queues = repo.add_queue_samples(session, queue_ids, snap.queues, snap.taken_ms)
-            apps = repo.upsert_apps(session, cluster.id, snap.apps, snap.taken_ms)
-            nodes = repo.add_node_samples(session, cluster.id, snap.nodes, snap.taken_ms)
+            writes = poll_writes.plan(
+                self.memory, cluster.id, snap.apps, snap.nodes, snap.taken_ms, self.app_refresh_ms
+            )
+            apps = poll_writes.upsert_app_rows(session, writes.app_rows)
+            if self.memory.primed:
+                poll_writes.mark_gone(session, writes.gone, snap.taken_ms)
+            else:
+                # Every listed app was just written: the others in the history are gone.
+                poll_writes.mark_unlisted_gone(session, cluster.id, snap.taken_ms)
+            poll_writes.add_cluster_sample(session, cluster.id, snap.nodes, snap.taken_ms)
+            nodes = poll_writes.add_node_rows(session, cluster.id, writes.node_rows, snap.taken_ms)
             finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
             new_watermark = max([watermark, *finished])
             cluster.finished_watermark_ms = new_watermark
@@ -160,6 +185,7 @@ class Poller(LoopService):
                     nodes_sampled=nodes,
                 ),
             )
+        self.memory = writes.memory  # only once committed: a failed tick changes nothing
         return PollSummary(True, snap.rm_url, apps, queues, nodes, new_watermark)
 
     def _record_failure(self, now_ms: int, error: str, started: float) -> None:
@@ -175,9 +201,16 @@ class Poller(LoopService):
                     duration_ms=_elapsed_ms(started),
                     ok=False,
                     rm_url=self.source.active_url,
-                    error=error[:4000],
+                    error=cap_error(error),
                 ),
             )
+
+
+def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
 
 
 def _elapsed_ms(started: float) -> int:

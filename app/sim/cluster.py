@@ -223,6 +223,11 @@ class Cluster:
         """Vcores held right now per queue (granted plus fair-share rates)."""
         return [g + float(r) for g, r in zip(self._granted_by_q, self._fs_rate_by_q, strict=True)]
 
+    def used_of(self, q: int) -> float:
+        """``used_by_queue()[q]`` without building the list (the same arithmetic, so the same
+        value: the task model asks this once per queue per container decision)."""
+        return self._granted_by_q[q] + float(self._fs_rate_by_q[q])
+
     def running_fair(self) -> list[JobRun]:
         """Fair-share jobs currently running."""
         return list(self.pool.runs)

@@ -186,7 +186,7 @@ class TaskCluster(Cluster):
     def _room(self, q: int) -> int:
         """Containers queue ``q`` may still take under its maximum share (YARN assigns a
         container only if it keeps the queue within maxResources)."""
-        return math.floor(self.max_shares[q] * self.capacity - self.used_by_queue()[q] + _EPS)
+        return math.floor(self.max_shares[q] * self.capacity - self.used_of(q) + _EPS)
 
     def _eligible_queues(self) -> int:
         return sum(

@@ -10,12 +10,13 @@ already stored, the same key with another body ``409``.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import SessionDep, StateDep
+from app.api.deps import StateDep
 from app.api.jobs_schemas import JobAccepted, JobDecisionOut, JobDetail, JobIn, JobOut, JobPage
 from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
@@ -29,6 +30,11 @@ from app.services.admission import AdmissionService, JobRejected, NewJob
 router = APIRouter(tags=["jobs"])
 
 CANCEL_WAIT_S = 15.0
+# Seconds a client is asked to wait after a 503 (admission saturated).
+RETRY_AFTER_S = 1
+# Submissions being served at once (waiting for a worker thread or the admission lock) beyond
+# which a new one is refused at once; below it, each waits at most ``ADMIT_WAIT_S`` in all.
+MAX_SUBMISSIONS_IN_FLIGHT = 1024
 
 
 def _service(state: SidecarState) -> AdmissionService:
@@ -148,6 +154,7 @@ def _idempotency_key(body: JobIn, header: str | None) -> str | None:
         200: {"model": JobAccepted, "description": "Idempotent replay: the job already stored."},
         409: {"model": ErrorOut, "description": "Key reused with another body; observe mode."},
         422: {"description": "Invalid request; the detail names the field."},
+        503: {"model": ErrorOut, "description": "Saturated: not stored; see Retry-After."},
     },
 )
 async def submit_job(
@@ -162,10 +169,23 @@ async def submit_job(
     service = _service(state)
     now_ms = service.clock()
     new = _new_job(body, _idempotency_key(body, idempotency_key), state, now_ms)
+    if service.submissions_in_flight >= MAX_SUBMISSIONS_IN_FLIGHT:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "load: too many submissions in flight; retry shortly",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
+    service.submissions_in_flight += 1  # the event loop's thread only: no lock needed
     try:
-        result = await run_in_threadpool(service.create_job, new, now_ms)
+        result = await run_in_threadpool(
+            service.create_job, new, now_ms, arrived=time.monotonic()
+        )
     except JobRejected as exc:
-        raise HTTPException(exc.status, f"{exc.field}: {exc.message}") from exc
+        # 503: admission is saturated; the request was not stored and is safe to repeat.
+        headers = {"Retry-After": str(RETRY_AFTER_S)} if exc.status == 503 else None
+        raise HTTPException(exc.status, f"{exc.field}: {exc.message}", headers=headers) from exc
+    finally:
+        service.submissions_in_flight -= 1
     if not result.created:
         response.status_code = status.HTTP_200_OK
     elif result.job.state == "admitted":
@@ -177,7 +197,7 @@ async def submit_job(
 
 @router.get("/jobs", response_model=JobPage, responses={400: {"model": ErrorOut}})
 def list_jobs(
-    session: SessionDep,
+    state_: StateDep,
     state: Annotated[str | None, Query(description=f"One of {', '.join(JOB_STATES)}.")] = None,
     queue: Annotated[str | None, Query(description="Leaf name or full path.")] = None,
     submitted_from: Annotated[dt.datetime | None, Query(description="ISO 8601, inclusive.")] = None,
@@ -193,22 +213,26 @@ def list_jobs(
         submitted_from_ms=to_ms(submitted_from) if submitted_from else None,
         submitted_to_ms=to_ms(submitted_to) if submitted_to else None,
     )
-    with cursor_errors():
+    # Closed before serialising, in this worker thread (see get_job).
+    with state_.sessions() as session, cursor_errors():
         rows, next_cursor = jobs_repo.list_jobs(session, flt, limit, cursor)
-    return JobPage(items=[job_out(r) for r in rows], next_cursor=next_cursor)
+        return JobPage(items=[job_out(r) for r in rows], next_cursor=next_cursor)
 
 
 JobId = Annotated[str, Path(description="Job id from POST /jobs.", max_length=32)]
 
 
 @router.get("/jobs/{job_id}", response_model=JobDetail, responses={404: {"model": ErrorOut}})
-def get_job(session: SessionDep, job_id: JobId) -> JobDetail:
+def get_job(state: StateDep, job_id: JobId) -> JobDetail:
     """One job with every decision and lifecycle step, oldest first."""
-    row = jobs_repo.get_job(session, job_id)
-    if row is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
-    decisions = [decision_out(d) for d in jobs_repo.decisions_of(session, job_id)]
-    return JobDetail(**job_out(row).model_dump(), decisions=decisions)
+    # The session is closed (its connection back in the pool) before the response is
+    # serialised, in this same worker thread: a dependency's teardown would need another one.
+    with state.sessions() as session:
+        row = jobs_repo.get_job(session, job_id)
+        if row is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
+        decisions = [decision_out(d) for d in jobs_repo.decisions_of(session, job_id)]
+        return JobDetail(**job_out(row).model_dump(), decisions=decisions)
 
 
 @router.delete(

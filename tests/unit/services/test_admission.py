@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import func, select
 
-from app.db import jobs_repo, repo
+from app.db import jobs_repo, poll_writes, repo
 from app.db.jobs_models import EstimatorObservation, Job, JobDecision
 from app.db.models import Decision
 from app.db.session import transaction
@@ -115,6 +115,7 @@ def record_apps(env: Env, *apps: AppRecord) -> None:
     with transaction(env.db.sessions) as s:
         cluster = repo.ensure_cluster(s, "test", ["http://rm:8088"], env.clock.now)
         repo.upsert_apps(s, cluster.id, list(apps), env.clock.now)
+        poll_writes.mark_unlisted_gone(s, cluster.id, env.clock.now)
         cluster.last_good_poll_ms = env.clock.now
 
 
