@@ -24,6 +24,9 @@ class DecisionSummary(BaseModel):
 
 
 class DecisionDetail(DecisionSummary):
+    principal: str | None = Field(
+        None, description="Who caused it (API caller); null for the sidecar's own loops."
+    )
     params: dict[str, Any] = Field(description="The configuration the decision ran with.")
     inputs: dict[str, Any] = Field(
         description="Per-queue interval averages, cluster size, the live configuration and its "

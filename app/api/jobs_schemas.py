@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.jobs.tags import DEFAULT_BLOCK_SIZE, MAX_USER_TAGS, TAG_PATTERN, is_reserved
 
 MAX_DEADLINE_S = 366 * 24 * 3600.0
+MIN_DEADLINE_S = 1.0
+MAX_TASKS = 10_000_000
+MAX_BYTES = 2**63 - 1
 
 
 class _In(BaseModel):
@@ -71,9 +74,9 @@ class JobIn(_In):
     deadline: float | dt.datetime = Field(
         description="Seconds from submission (number) or an absolute ISO 8601 time (string)."
     )
-    requested_tasks: int | None = Field(None, ge=1, le=10_000_000)
-    input_bytes: int | None = Field(None, ge=1)
-    block_size: int = Field(DEFAULT_BLOCK_SIZE, ge=1)
+    requested_tasks: int | None = Field(None, ge=1, le=MAX_TASKS)
+    input_bytes: int | None = Field(None, ge=1, le=MAX_BYTES)
+    block_size: int = Field(DEFAULT_BLOCK_SIZE, ge=1, le=MAX_BYTES)
     run: RunIn
     tags: list[str] = Field(default_factory=list, max_length=MAX_USER_TAGS)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)
@@ -85,8 +88,9 @@ class JobIn(_In):
         if isinstance(value, bool):
             raise ValueError("must be a number of seconds or an ISO 8601 time")
         if isinstance(value, int | float):
-            if not 0 < value <= MAX_DEADLINE_S:
-                raise ValueError(f"seconds must be > 0 and <= {MAX_DEADLINE_S:g}")
+            # Below a second the job would be due before admission could run.
+            if not MIN_DEADLINE_S <= value <= MAX_DEADLINE_S:
+                raise ValueError(f"seconds must be >= {MIN_DEADLINE_S:g} and <= {MAX_DEADLINE_S:g}")
             return float(value)
         if isinstance(value, str):
             try:
@@ -129,6 +133,7 @@ class JobDecisionOut(BaseModel):
     reason: str
     numbers: dict[str, Any]
     round_id: int | None = Field(description="The admission round's row in the decision audit.")
+    principal: str | None = Field(None, description="Who caused it; null for the sidecar itself.")
 
 
 class JobOut(BaseModel):
@@ -158,6 +163,7 @@ class JobOut(BaseModel):
     met_deadline: bool | None
     reason: str
     updated_at: dt.datetime
+    owner: str | None = Field(None, description="The user it runs as and who may cancel it.")
 
 
 class JobAccepted(JobOut):

@@ -63,7 +63,8 @@ def list_decisions(
     "/decisions/{decision_id}", response_model=DecisionDetail, responses={404: {"model": ErrorOut}}
 )
 def get_decision(
-    session: SessionDep, decision_id: Annotated[int, Path(description="Decision id.")]
+    session: SessionDep,
+    decision_id: Annotated[int, Path(description="Decision id.", ge=1, le=2**63 - 1)],
 ) -> DecisionDetail:
     """One decision with its inputs, the intermediate numbers and the RM's answer."""
     row = control_repo.get_decision(session, decision_id)
@@ -75,4 +76,5 @@ def get_decision(
         inputs=row.inputs,
         outputs=row.outputs,
         rm_response=row.rm_response,
+        principal=row.principal,
     )
