@@ -17,6 +17,7 @@ import yaml
 from app.operator_cli import configure as configure_operator
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
+from app.tokens_cli import configure as configure_tokens
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -240,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     configure_sim(sub)
     configure_operator(sub)
+    configure_tokens(sub)
     return parser
 
 

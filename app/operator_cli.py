@@ -21,7 +21,14 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 
 
 class OperatorError(Exception):
-    """A request the sidecar refused or could not answer; the message is for the operator."""
+    """A request the sidecar refused or could not answer; the message is for the operator.
+
+    ``status`` is the HTTP status when the sidecar answered; a 4xx (the request was wrong) exits
+    with 2 like any other usage error, anything else with 1."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _client(url: str) -> httpx.Client:
@@ -40,7 +47,7 @@ def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
             detail = resp.text
         if not isinstance(detail, str):
             detail = json.dumps(detail)
-        raise OperatorError(f"{method} {path} -> {resp.status_code}: {detail}")
+        raise OperatorError(f"{method} {path} -> {resp.status_code}: {detail}", resp.status_code)
     return resp.json()
 
 
@@ -116,6 +123,11 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=os.environ.get("YARN_SIDECAR_URL", DEFAULT_URL),
         help=f"the sidecar's API (YARN_SIDECAR_URL; default {DEFAULT_URL})",
     )
+    common.add_argument(
+        "--token",
+        default=os.environ.get("YARN_SIDECAR_TOKEN"),
+        help="API token (YARN_SIDECAR_TOKEN; from 'yarn-sidecar tokens create')",
+    )
     common.add_argument("--json", action="store_true", help="print the API's JSON")
 
     dec = sub.add_parser("decisions", help="inspect the audit trail of a running sidecar")
@@ -153,10 +165,12 @@ def _run(
         try:
             # Looked up at call time so tests can serve the API in-process.
             with _client(args.url) as client:
+                if args.token:
+                    client.headers["Authorization"] = f"Bearer {args.token}"
                 print(action(client, args))
         except OperatorError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 1
+            return 2 if exc.status is not None and 400 <= exc.status < 500 else 1
         return 0
 
     return run
