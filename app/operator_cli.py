@@ -23,19 +23,21 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 class OperatorError(Exception):
     """A request the sidecar refused or could not answer; the message is for the operator.
 
-    ``status`` is the HTTP status when the sidecar answered; a 4xx (the request was wrong) exits
-    with 2 like any other usage error, anything else with 1."""
+    ``usage`` marks a filter flag the sidecar refused (a 400 or 422 on a list): the command line
+    was wrong, so it exits with 2 like argparse's own usage errors; everything else exits 1."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, usage: bool = False) -> None:
         super().__init__(message)
-        self.status = status
+        self.usage = usage
 
 
 def _client(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=30.0)
 
 
-def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+def _call(
+    client: httpx.Client, method: str, path: str, *, flags: bool = False, **kwargs: Any
+) -> Any:
     try:
         resp = client.request(method, path, **kwargs)
     except httpx.TransportError as exc:
@@ -47,7 +49,10 @@ def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
             detail = resp.text
         if not isinstance(detail, str):
             detail = json.dumps(detail)
-        raise OperatorError(f"{method} {path} -> {resp.status_code}: {detail}", resp.status_code)
+        raise OperatorError(
+            f"{method} {path} -> {resp.status_code}: {detail}",
+            usage=flags and resp.status_code in (400, 422),
+        )
     return resp.json()
 
 
@@ -61,7 +66,7 @@ def _table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
 
 def decisions_list(client: httpx.Client, args: argparse.Namespace) -> str:
     params = {k: v for k, v in (("kind", args.kind), ("limit", args.limit)) if v is not None}
-    page = _call(client, "GET", "/decisions", params=params)
+    page = _call(client, "GET", "/decisions", params=params, flags=True)
     if args.json:
         return json.dumps(page, indent=2)
     rows = [
@@ -77,7 +82,7 @@ def decisions_show(client: httpx.Client, args: argparse.Namespace) -> str:
 
 def jobs_list(client: httpx.Client, args: argparse.Namespace) -> str:
     params = {k: v for k, v in (("state", args.state), ("limit", args.limit)) if v is not None}
-    page = _call(client, "GET", "/jobs", params=params)
+    page = _call(client, "GET", "/jobs", params=params, flags=True)
     if args.json:
         return json.dumps(page, indent=2)
     rows = [
@@ -170,7 +175,7 @@ def _run(
                 print(action(client, args))
         except OperatorError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2 if exc.status is not None and 400 <= exc.status < 500 else 1
+            return 2 if exc.usage else 1
         return 0
 
     return run
