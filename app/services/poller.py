@@ -26,6 +26,7 @@ from app.db import repo
 from app.db.models import PollRecord
 from app.db.session import transaction
 from app.domain.model import ClusterSnapshot
+from app.redact import redact_text, redact_url
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError
 
@@ -117,7 +118,7 @@ class Poller(LoopService):
         self.failures += 1
         delay = self.backoff_s()
         self.next_attempt_ms = now_ms + int(delay * 1000)
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        self.last_error = redact_text(f"{type(exc).__name__}: {exc}")
         self.log.warning(
             "poll failed (%d in a row), next attempt in %.0fs: %s", self.failures, delay, exc
         )
@@ -157,7 +158,7 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=True,
-                    rm_url=snap.rm_url,
+                    rm_url=redact_url(snap.rm_url),
                     apps_upserted=apps,
                     queues_sampled=queues,
                     nodes_sampled=nodes,
@@ -177,7 +178,7 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=False,
-                    rm_url=self.source.active_url,
+                    rm_url=redact_url(self.source.active_url or "") or None,
                     error=error[:4000],
                 ),
             )

@@ -46,6 +46,7 @@ from app.domain.model import (
     QueueState,
     Resources,
 )
+from app.redact import redact_url
 from app.yarn import mapping, wire
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
 from app.yarn.wire import NewApplication, SchedConfUpdate
@@ -377,6 +378,7 @@ class RMClient:
     async def _send_once(self, index: int, request: _Send) -> httpx.Response:
         """One HTTP exchange with one RM, classified: 2xx returned, 4xx raised, rest temporary."""
         base = self._urls[index]
+        shown = redact_url(base)  # error messages end up in logs, /ready and the audit trail
         try:
             resp = await self._http.request(
                 request.method,
@@ -387,13 +389,13 @@ class RMClient:
                 headers={"Content-Type": request.content_type} if request.content_type else None,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise _Temporary(f"{base}: {_describe(exc)}", sent=False) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=False) from exc
         except httpx.TransportError as exc:
-            raise _Temporary(f"{base}: {_describe(exc)}", sent=True) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=True) from exc
         if _is_standby(resp) or request.standby(resp):
-            raise _Temporary(f"{base}: standby RM", sent=False, hint=resp.headers.get("Location"))
+            raise _Temporary(f"{shown}: standby RM", sent=False, hint=resp.headers.get("Location"))
         if resp.status_code >= 500:
-            raise _Temporary(f"{base}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True)
+            raise _Temporary(f"{shown}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True)
         if resp.status_code >= 400:
             raise _rejection(resp)
         return resp
