@@ -17,9 +17,11 @@ from app.api.hardening import install_hardening
 from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, policy, queues
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
+from app.api.routes import templates as templates_routes
 from app.api.state import SidecarState
 from app.auth.principal import Role
 from app.db.session import make_engine, make_session_factory
+from app.job_templates import load_templates
 from app.logs import install_redaction
 from app.redact import redact_url
 from app.services.admission import build_admission_service
@@ -48,6 +50,7 @@ def create_app(
     """Build the application. ``run_loops=False`` serves the API without polling (tests, docs)."""
 
     install_redaction()
+    templates = load_templates(settings.job_templates) if settings.job_templates else {}
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +65,10 @@ def create_app(
             engine = make_engine(settings.effective_database_url)
             stack.callback(engine.dispose)
             state = SidecarState(
-                settings=settings, engine=engine, sessions=make_session_factory(engine)
+                settings=settings,
+                engine=engine,
+                sessions=make_session_factory(engine),
+                templates=templates,
             )
             public_urls = tuple(redact_url(u) for u in settings.rm_urls)
             client = RMClient(
@@ -109,6 +115,7 @@ def create_app(
     for router in (queues.router, apps.router, decisions.router, ledger.router):
         api.include_router(router, dependencies=viewer)
     api.include_router(estimator_routes.router, dependencies=viewer)
+    api.include_router(templates_routes.router, dependencies=viewer)
     api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
     for router in (health.router, dashboard.router, policy.router, jobs_routes.router):
         api.include_router(router)

@@ -8,11 +8,15 @@ configured deadline queue. Submitters manage only their own jobs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from fastapi import HTTPException, status
 
 from app.api.auth import forbidden
-from app.api.jobs_schemas import ApplicationRun, JobIn
+from app.api.jobs_schemas import ApplicationRun, JobIn, TemplateRun
 from app.auth.principal import Principal, Role
+from app.job_templates import Template, TemplateError, render
 from app.settings import Settings
 
 # Never accepted, whatever the allow-list says: they change what the AM's processes load.
@@ -41,6 +45,37 @@ def check_run(body: JobIn, principal: Principal, settings: Settings) -> None:
         if principal.role is not Role.OPERATOR:
             raise forbidden(Role.OPERATOR, "run.kind 'application' (a raw command)")
         check_application(body.run, settings)
+
+
+def render_template(
+    body: JobIn, principal: Principal, settings: Settings, templates: Mapping[str, Template]
+) -> dict[str, Any] | None:
+    """The stored run of a template job (``None`` for other kinds), or a 422 naming the field."""
+    run = body.run
+    if not isinstance(run, TemplateRun):
+        return None
+    template = templates.get(run.template)
+    if template is None:
+        known = ", ".join(sorted(templates)) or "none configured (YARN_SIDECAR_JOB_TEMPLATES)"
+        raise _unprocessable(f"run.template: unknown template; known: {known}")
+    try:
+        rendered = render(
+            run.template,
+            template,
+            run.parameters,
+            queue=body.queue or settings.deadline_queue,
+            memory_mb=run.memory_mb,
+            vcores=run.vcores,
+        )
+    except TemplateError as exc:
+        raise _unprocessable(str(exc)) from exc
+    return rendered
+
+
+def run_as(principal: Principal, settings: Settings) -> str | None:
+    """The YARN user a job runs as: the authenticated caller; with authentication off, the
+    sidecar's own ``YARN_SIDECAR_RM_USER``."""
+    return principal.user if settings.auth == "token" else None
 
 
 def check_application(run: ApplicationRun, settings: Settings) -> None:

@@ -61,7 +61,41 @@ class SleepRun(_In):
     container_memory_mb: int = Field(256, ge=64, le=65_536)
 
 
-RunIn = Annotated[ApplicationRun | SleepRun, Field(discriminator="kind")]
+class TemplateRun(_In):
+    """One of the operator's job templates (``GET /templates``) with its parameters."""
+
+    kind: Literal["template"]
+    template: str = Field(min_length=1, max_length=63)
+    parameters: dict[str, int | float | str] = Field(default_factory=dict, max_length=50)
+    memory_mb: int | None = Field(None, ge=1, le=1_048_576, description="AM memory (MB).")
+    vcores: int | None = Field(None, ge=1, le=1024, description="AM vcores.")
+
+
+RunIn = Annotated[ApplicationRun | SleepRun | TemplateRun, Field(discriminator="kind")]
+
+
+class TemplateParamOut(BaseModel):
+    type: str
+    description: str
+    default: int | float | str | None
+    min: float | None = None
+    max: float | None = None
+    choices: list[str] | None = None
+    pattern: str | None = None
+
+
+class TemplateOut(BaseModel):
+    name: str
+    description: str
+    application_type: str
+    parameters: dict[str, TemplateParamOut]
+    queues: list[str]
+    max_memory_mb: int
+    max_vcores: int
+
+
+class TemplateList(BaseModel):
+    items: list[TemplateOut]
 
 
 class JobIn(_In):

@@ -26,6 +26,7 @@ import asyncio
 import enum
 import json
 import math
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,6 +53,8 @@ from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailab
 from app.yarn.wire import NewApplication, SchedConfUpdate
 
 API_PREFIX = "/ws/v1/cluster"
+# Key of a submission context naming the user to run as (see app.jobs.contexts.RUN_AS).
+RUN_AS_KEY = "run_as"
 RUNNING_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 FINISHED_APP_STATES = tuple(sorted(FINAL_APP_STATES))
 KILL_POLL_S = 0.5
@@ -102,6 +105,8 @@ class RMClient:
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        auth: httpx.Auth | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         if not urls:
             raise ValueError("RMClient needs at least one ResourceManager URL")
@@ -109,6 +114,7 @@ class RMClient:
             raise ValueError("retries and backoff_s must be >= 0, timeout_s > 0")
         self._urls = tuple(_base_url(url) for url in urls)
         self._user = user
+        self._auth = auth
         self._retries = retries
         self._backoff_s = backoff_s
         self._sleep = sleep
@@ -123,6 +129,8 @@ class RMClient:
             follow_redirects=False,
             trust_env=False,
             headers={"Accept": "application/json"},
+            auth=auth,
+            verify=verify,
         )
 
     @property
@@ -221,9 +229,20 @@ class RMClient:
         )
 
     async def submit_application(self, context: Mapping[str, Any]) -> None:
-        """``POST /apps`` with an ``application-submission-context`` body (section 4.2; 202)."""
+        """``POST /apps`` with an ``application-submission-context`` body (section 4.2; 202).
+
+        A ``run_as`` key names the user the application runs as (the API caller): sent as
+        ``user.name`` with simple authentication, as the proxy-user ``doAs`` with Kerberos, so the
+        cluster's own queue ACLs apply to that user, never silently to the sidecar."""
+        body = dict(context)
+        run_as = body.pop(RUN_AS_KEY, None)
         await self._request(
-            "POST", "/apps", json_body=dict(context), as_user=True, retry=_Retry.UNSENT_ONLY
+            "POST",
+            "/apps",
+            json_body=body,
+            as_user=True,
+            on_behalf_of=str(run_as) if run_as else None,
+            retry=_Retry.UNSENT_ONLY,
         )
 
     async def kill_application(
@@ -336,13 +355,18 @@ class RMClient:
         content: str | None = None,
         content_type: str | None = None,
         as_user: bool = False,
+        on_behalf_of: str | None = None,
         retry: _Retry = _Retry.IDEMPOTENT,
         standby: StandbyProbe = _never_standby,
     ) -> httpx.Response:
         """Send to the active RM, failing over and retrying per ``retry``; 2xx or an RMError."""
         query = dict(params or {})
-        if as_user:
-            query["user.name"] = self._user
+        if as_user and self._auth is not None:
+            # Kerberos: the ticket says who the sidecar is; doAs who it acts for.
+            if on_behalf_of:
+                query["doAs"] = on_behalf_of
+        elif as_user:
+            query["user.name"] = on_behalf_of or self._user
         request = _Send(method, path, query, json_body, content, content_type, standby)
         failures: list[str] = []
         for round_no in range(self._retries + 1):

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -205,3 +206,62 @@ async def test_auth_none_warns_at_start_up(db: Db, caplog: pytest.LogCaptureFixt
         async with app.router.lifespan_context(app):
             pass
     assert "authentication is OFF" in caplog.text
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "job-templates.yaml"
+
+
+async def test_submitters_run_templates_as_themselves(db: Db) -> None:
+    async for s in _serve(db, job_templates=EXAMPLES):
+        listed = (await s.anon.get("/templates", headers=s.as_("viewer"))).json()["items"]
+        assert [t["name"] for t in listed] == [
+            "distributed-shell",
+            "mapreduce-example",
+            "spark-submit",
+        ]
+        run = {
+            "kind": "template",
+            "template": "spark-submit",
+            "parameters": {"main_class": "org.example.N"},
+        }
+        job = {"name": "n", "deadline": 600, "requested_tasks": 2, "run": run}
+        r = await s.anon.post("/jobs", json=job, headers=s.as_("alice"))
+        assert r.status_code == 202, r.text
+        body = r.json()
+        assert body["owner"] == "alice" and body["run"]["run_as"] == "alice"
+        assert (
+            body["run"]["template"] == "spark-submit"
+            and "--class org.example.N" in body["run"]["command"]
+        )
+        bad = {**job, "run": {**run, "parameters": {"main_class": "org.example.N`id`"}}}
+        r = await s.anon.post("/jobs", json=bad, headers=s.as_("alice"))
+        assert r.status_code == 422 and r.json()["detail"].startswith("run.parameters.main_class")
+        r = await s.anon.post("/jobs", json={**job, "queue": "root.etl"}, headers=s.as_("alice"))
+        assert r.status_code == 422 and r.json()["detail"].startswith("queue: must be one of")
+        # alice cancels her own job; bob may not
+        r = await s.anon.delete(f"/jobs/{body['id']}", headers=s.as_("bob"))
+        assert r.status_code == 403
+        r = await s.anon.delete(f"/jobs/{body['id']}", headers=s.as_("alice"))
+        assert r.status_code == 200
+
+
+async def test_raw_commands_checked_against_allow_lists_or_disabled(db: Db) -> None:
+    async for s in _serve(db):
+        h = s.as_("ops")
+        base = {"name": "n", "deadline": 600, "requested_tasks": 2}
+        evil = {**RAW, "environment": {"LD_PRELOAD": "/tmp/x.so"}}
+        r = await s.anon.post("/jobs", json={**base, "run": evil}, headers=h)
+        assert r.status_code == 422 and r.json()["detail"].startswith("run.environment.LD_PRELOAD")
+        res = {"name": "s", "resource": "file:///etc/shadow", "size": 1, "timestamp": 1}
+        r = await s.anon.post(
+            "/jobs", json={**base, "run": {**RAW, "local_resources": [res]}}, headers=h
+        )
+        assert r.status_code == 422
+        assert r.json()["detail"].startswith("run.local_resources.0.resource: must start with")
+
+
+async def test_raw_commands_can_be_disabled(db: Db) -> None:
+    async for s in _serve(db, raw_commands="disabled"):
+        job = {"name": "n", "deadline": 600, "requested_tasks": 2, "run": RAW}
+        r = await s.anon.post("/jobs", json=job, headers=s.as_("ops"))
+        assert r.status_code == 403 and "disabled" in r.json()["detail"]

@@ -10,6 +10,7 @@ already stored, the same key with another body ``409``.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, status
@@ -17,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import Submitter, Viewer, forbidden
 from app.api.deps import SessionDep, StateDep
-from app.api.job_guard import check_run, may_manage
+from app.api.job_guard import check_run, may_manage, render_template, run_as
 from app.api.jobs_schemas import (
     MAX_DEADLINE_S,
     MAX_TASKS,
@@ -35,6 +36,7 @@ from app.api.state import SidecarState
 from app.auth.principal import Role
 from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
+from app.jobs.contexts import RUN_AS
 from app.jobs.tags import JOB_STATES, requested_tasks
 from app.services.admission import AdmissionService, JobRejected, NewJob
 
@@ -188,8 +190,15 @@ async def submit_job(
     """Submit a deadline job; answers once it and its first decision are committed."""
     service = _service(state)
     check_run(body, principal, state.settings)
+    rendered = render_template(body, principal, state.settings, state.templates)
     now_ms = service.clock()
     new = _new_job(body, _idempotency_key(body, idempotency_key), state, now_ms)
+    user = run_as(principal, state.settings)
+    if rendered is not None or user is not None:
+        run = dict(rendered if rendered is not None else new.run)
+        if user is not None:
+            run[RUN_AS] = user
+        new = replace(new, run=run)
     try:
         result = await run_in_threadpool(service.create_job, new, now_ms)
     except JobRejected as exc:
