@@ -278,6 +278,8 @@ def _openapi(api: FastAPI) -> dict[str, Any]:
             secured = bool(op.get("security"))
             codes = ["400", "413", "422", "503"] + (["401", "403"] if secured else [])
             for code in codes:
-                responses[code] = {"description": ERROR_RESPONSES[code], **ref}
+                # A route's own 503 body (/ready) stays; FastAPI's 422 is replaced by ours.
+                if code == "422" or code not in responses:
+                    responses[code] = {"description": ERROR_RESPONSES[code], **ref}
     api.openapi_schema = schema
     return schema
