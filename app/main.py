@@ -31,6 +31,7 @@ from app.services.runtime import Runtime
 from app.settings import Mode, Settings
 from app.yarn.actuator import Actuator
 from app.yarn.client import RMClient
+from app.yarn.security import rm_client_options
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def create_app(
                 timeout_s=settings.rm_timeout_s,
                 retries=settings.rm_retries,
                 transport=rm_transport,
+                **rm_client_options(settings),
             )
             await stack.enter_async_context(client)
             state.poller = Poller(
