@@ -14,7 +14,7 @@ import pytest
 
 from app.yarn import workload
 from app.yarn.client import RMClient
-from app.yarn.security import KerberosAuth
+from app.yarn.security import RENEW_BEFORE_S, KerberosAuth
 from app.yarn.wire import SchedConfUpdate
 from tests.integration.conftest import RUN_SCRIPT, _free_port, _require_tools, _stop, _wait_ready
 
@@ -79,3 +79,16 @@ async def test_poll_push_and_submit_with_a_ticket(
         app_id = await workload.submit(rm, spec, harness)
         done = await workload.wait_final(rm, [app_id], timeout_s=240)
         assert done[app_id].final_status == "SUCCEEDED", done[app_id]
+
+        # credentials about to expire are acquired again from the keytab before the next call
+        first = auth.credentials()
+        assert first.lifetime > RENEW_BEFORE_S
+        auth._creds = _Expiring()
+        assert (await rm.cluster_info()).state == "STARTED"
+        assert auth.credentials() is not first and auth.credentials().lifetime > RENEW_BEFORE_S
+
+
+class _Expiring:
+    """Credentials with a minute left: inside the renewal window."""
+
+    lifetime = 60
