@@ -21,4 +21,3 @@ class ApiToken(Base):
     created_ms: Mapped[int] = mapped_column(BigInteger)
     expires_ms: Mapped[int | None] = mapped_column(BigInteger)
     revoked_ms: Mapped[int | None] = mapped_column(BigInteger)
-    last_used_ms: Mapped[int | None] = mapped_column(BigInteger)

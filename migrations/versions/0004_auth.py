@@ -27,7 +27,6 @@ def upgrade() -> None:
         sa.Column("created_ms", sa.BigInteger(), nullable=False),
         sa.Column("expires_ms", sa.BigInteger(), nullable=True),
         sa.Column("revoked_ms", sa.BigInteger(), nullable=True),
-        sa.Column("last_used_ms", sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_api_tokens")),
         sa.UniqueConstraint("name", name=op.f("uq_api_tokens_name")),
         sa.UniqueConstraint("token_hash", name=op.f("uq_api_tokens_token_hash")),
