@@ -17,6 +17,7 @@ import yaml
 from app.operator_cli import configure as configure_operator
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
+from app.tokens_cli import configure as configure_tokens
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -40,12 +41,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     if not args.no_migrate:
         upgrade(settings.effective_database_url)
+    tls = {}
+    if settings.api_tls_certfile is not None and settings.api_tls_keyfile is not None:
+        # HTTPS for the sidecar's own API; uvicorn serves TLS itself.
+        tls = {
+            "ssl_certfile": str(settings.api_tls_certfile),
+            "ssl_keyfile": str(settings.api_tls_keyfile),
+        }
     uvicorn.run(
         create_app(settings),
         host=settings.api_host,
         port=settings.api_port,
         log_config=None,
         lifespan="on",
+        **tls,  # type: ignore[arg-type]
     )
     return 0
 
@@ -73,6 +82,7 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
     from app.services.base import wall_clock_ms
     from app.services.poller import Poller
     from app.yarn.client import RMClient
+    from app.yarn.security import rm_client_options
 
     settings = _settings(args)
     upgrade(settings.effective_database_url)
@@ -84,6 +94,7 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
             user=settings.rm_user,
             timeout_s=settings.rm_timeout_s,
             retries=settings.rm_retries,
+            **rm_client_options(settings),
         ) as client:
             poller = Poller(
                 client,
@@ -167,6 +178,7 @@ def cmd_policy_preview(args: argparse.Namespace) -> int:
     from app.yarn.actuator import Actuator
     from app.yarn.client import RMClient
     from app.yarn.errors import RMError
+    from app.yarn.security import rm_client_options
 
     settings = _settings(args)
     upgrade(settings.effective_database_url)
@@ -178,6 +190,7 @@ def cmd_policy_preview(args: argparse.Namespace) -> int:
             user=settings.rm_user,
             timeout_s=settings.rm_timeout_s,
             retries=settings.rm_retries,
+            **rm_client_options(settings),
         ) as client:
             sessions = make_session_factory(engine)
             name, urls = settings.cluster_name, settings.rm_urls
@@ -255,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     configure_sim(sub)
     configure_operator(sub)
+    configure_tokens(sub)
     return parser
 
 

@@ -7,7 +7,27 @@ import logging
 import sys
 import time
 
+from app.redact import redact_text
 from app.settings import LogFormat
+
+
+class RedactingRecord(logging.LogRecord):
+    """A record whose message never carries a URL password, whoever logged it."""
+
+    def getMessage(self) -> str:
+        return redact_text(super().getMessage())
+
+
+def install_redaction() -> None:
+    """Make every log record of the process redact credentials (idempotent)."""
+    logging.setLogRecordFactory(RedactingRecord)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Text lines, tracebacks included, with credentials masked."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
@@ -22,7 +42,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.exc_info:
-            payload["exc"] = self.formatException(record.exc_info)
+            payload["exc"] = redact_text(self.formatException(record.exc_info))
         return json.dumps(payload)
 
 
@@ -32,7 +52,8 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
     if fmt is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    install_redaction()
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -5,20 +5,28 @@ resource (database engine, RM client, loop services), after Prefect's server (``
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio.to_thread
 import httpx
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 import app as app_pkg
+from app.api.auth import metrics_access, require
+from app.api.hardening import install_hardening
 from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, policy, queues
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
+from app.api.routes import templates as templates_routes
 from app.api.state import SidecarState
+from app.auth.principal import Role
 from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_factory
+from app.job_templates import load_templates
+from app.logs import install_redaction
+from app.redact import redact_url
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -26,6 +34,9 @@ from app.services.runtime import Runtime
 from app.settings import Mode, Settings
 from app.yarn.actuator import Actuator
 from app.yarn.client import RMClient
+from app.yarn.security import rm_client_options
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = (
     "A policy sidecar for the Hadoop YARN ResourceManager. It polls the RM's REST API, keeps the "
@@ -42,28 +53,43 @@ def create_app(
 ) -> FastAPI:
     """Build the application. ``run_loops=False`` serves the API without polling (tests, docs)."""
 
+    install_redaction()
+    templates = load_templates(settings.job_templates) if settings.job_templates else {}
+
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        if settings.auth == "none":
+            log.warning(
+                "authentication is OFF (YARN_SIDECAR_AUTH=none): anyone who can reach %s:%s "
+                "acts as an operator",
+                settings.api_host,
+                settings.api_port,
+            )
         async with AsyncExitStack() as stack:
             size_thread_pools()
             engine = make_engine(settings.effective_database_url)
             stack.callback(engine.dispose)
             state = SidecarState(
-                settings=settings, engine=engine, sessions=make_session_factory(engine)
+                settings=settings,
+                engine=engine,
+                sessions=make_session_factory(engine),
+                templates=templates,
             )
+            public_urls = tuple(redact_url(u) for u in settings.rm_urls)
             client = RMClient(
                 settings.rm_urls,
                 user=settings.rm_user,
                 timeout_s=settings.rm_timeout_s,
                 retries=settings.rm_retries,
                 transport=rm_transport,
+                **rm_client_options(settings),
             )
             await stack.enter_async_context(client)
             state.poller = Poller(
                 client,
                 state.sessions,
                 cluster_name=settings.cluster_name,
-                rm_urls=settings.rm_urls,
+                rm_urls=public_urls,
                 interval_s=settings.poll_interval_s,
             )
             state.controller = Controller(
@@ -71,7 +97,7 @@ def create_app(
                 state.sessions,
                 defaults=settings.control_config(),
                 cluster_name=settings.cluster_name,
-                rm_urls=settings.rm_urls,
+                rm_urls=public_urls,
                 poll_interval_s=settings.poll_interval_s,
             )
             state.admission = build_admission_service(
@@ -90,12 +116,16 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
     )
-    for router in (health.router, queues.router, apps.router, metrics.router, dashboard.router):
+    # Read-only resources need a viewer; the others declare their roles route by route.
+    viewer = [Depends(require(Role.VIEWER))]
+    for router in (queues.router, apps.router, decisions.router, ledger.router):
+        api.include_router(router, dependencies=viewer)
+    api.include_router(estimator_routes.router, dependencies=viewer)
+    api.include_router(templates_routes.router, dependencies=viewer)
+    api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
+    for router in (health.router, dashboard.router, policy.router, jobs_routes.router):
         api.include_router(router)
-    for router in (decisions.router, policy.router, ledger.router):
-        api.include_router(router)
-    api.include_router(jobs_routes.router)
-    api.include_router(estimator_routes.router)
+    install_hardening(api, settings)
     return api
 
 

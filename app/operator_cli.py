@@ -21,14 +21,23 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 
 
 class OperatorError(Exception):
-    """A request the sidecar refused or could not answer; the message is for the operator."""
+    """A request the sidecar refused or could not answer; the message is for the operator.
+
+    ``usage`` marks a filter flag the sidecar refused (a 400 or 422 on a list): the command line
+    was wrong, so it exits with 2 like argparse's own usage errors; everything else exits 1."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 def _client(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=30.0)
 
 
-def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+def _call(
+    client: httpx.Client, method: str, path: str, *, flags: bool = False, **kwargs: Any
+) -> Any:
     try:
         resp = client.request(method, path, **kwargs)
     except httpx.TransportError as exc:
@@ -40,7 +49,10 @@ def _call(client: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
             detail = resp.text
         if not isinstance(detail, str):
             detail = json.dumps(detail)
-        raise OperatorError(f"{method} {path} -> {resp.status_code}: {detail}")
+        raise OperatorError(
+            f"{method} {path} -> {resp.status_code}: {detail}",
+            usage=flags and resp.status_code in (400, 422),
+        )
     return resp.json()
 
 
@@ -54,7 +66,7 @@ def _table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
 
 def decisions_list(client: httpx.Client, args: argparse.Namespace) -> str:
     params = {k: v for k, v in (("kind", args.kind), ("limit", args.limit)) if v is not None}
-    page = _call(client, "GET", "/decisions", params=params)
+    page = _call(client, "GET", "/decisions", params=params, flags=True)
     if args.json:
         return json.dumps(page, indent=2)
     rows = [
@@ -70,7 +82,7 @@ def decisions_show(client: httpx.Client, args: argparse.Namespace) -> str:
 
 def jobs_list(client: httpx.Client, args: argparse.Namespace) -> str:
     params = {k: v for k, v in (("state", args.state), ("limit", args.limit)) if v is not None}
-    page = _call(client, "GET", "/jobs", params=params)
+    page = _call(client, "GET", "/jobs", params=params, flags=True)
     if args.json:
         return json.dumps(page, indent=2)
     rows = [
@@ -116,6 +128,11 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=os.environ.get("YARN_SIDECAR_URL", DEFAULT_URL),
         help=f"the sidecar's API (YARN_SIDECAR_URL; default {DEFAULT_URL})",
     )
+    common.add_argument(
+        "--token",
+        default=os.environ.get("YARN_SIDECAR_TOKEN"),
+        help="API token (YARN_SIDECAR_TOKEN; from 'yarn-sidecar tokens create')",
+    )
     common.add_argument("--json", action="store_true", help="print the API's JSON")
 
     dec = sub.add_parser("decisions", help="inspect the audit trail of a running sidecar")
@@ -153,10 +170,12 @@ def _run(
         try:
             # Looked up at call time so tests can serve the API in-process.
             with _client(args.url) as client:
+                if args.token:
+                    client.headers["Authorization"] = f"Bearer {args.token}"
                 print(action(client, args))
         except OperatorError as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 1
+            return 2 if exc.usage else 1
         return 0
 
     return run

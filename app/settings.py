@@ -8,6 +8,7 @@ import-time singleton: ``load_settings()`` builds one and reports every invalid 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from enum import StrEnum
 from pathlib import Path
@@ -95,6 +96,8 @@ class Settings(BaseSettings):
 
     # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (policies.md)
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
+    # Further queues POST /jobs may name (the deadline queue is always allowed).
+    job_queues: Annotated[tuple[str, ...], NoDecode] = ()
     admission_policy: Literal["justice", "pythia"] = "justice"
     admission_smoothing: Literal["mean", "ewma"] = "mean"
     admission_alpha: float = Field(0.5, gt=0, le=1)
@@ -108,6 +111,64 @@ class Settings(BaseSettings):
     # cluster.json of a distributed-shell harness (hadoop-docker/minicluster/run): enables the
     # built-in `sleep` job template (AM classpath, JVM options, staging directory).
     dshell_harness: Path | None = None
+
+    # security: who may call the API and what a job may run (README "Operations: security")
+    # token: bearer API tokens with roles; none: no authentication (loopback binds only).
+    auth: Literal["token", "none"] = "token"
+    # /metrics without a token (for a scraper on a trusted network); otherwise a scrape token.
+    metrics_open: bool = False
+    # Host header values the API answers ("*" for any); loopback names by default.
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ("localhost", "127.0.0.1", "[::1]")
+    # Largest request body accepted (bytes).
+    max_request_bytes: int = Field(1_048_576, ge=1024, le=1_073_741_824)
+    # Raw ApplicationMaster commands in POST /jobs: operators only, or nobody.
+    raw_commands: Literal["operator", "disabled"] = "operator"
+    # Operator-defined job templates (YAML); see examples/job-templates.yaml.
+    job_templates: Path | None = None
+    # Environment variables a raw application may set, and roots its local resources may come from.
+    env_allowlist: Annotated[tuple[str, ...], NoDecode] = (
+        "JAVA_HOME",
+        "HADOOP_CONF_DIR",
+        "CLASSPATH",
+    )
+    resource_roots: Annotated[tuple[str, ...], NoDecode] = ("hdfs://", "viewfs://")
+    # HTTPS for the sidecar's own API (uvicorn's TLS options).
+    api_tls_certfile: Path | None = None
+    api_tls_keyfile: Path | None = None
+    # towards the RM: simple (user.name) or kerberos (SPNEGO with a keytab); TLS trust and identity.
+    rm_auth: Literal["simple", "kerberos"] = "simple"
+    rm_principal: str = ""
+    rm_keytab: Path | None = None
+    rm_ca_bundle: Path | None = None
+    rm_client_cert: Path | None = None
+    rm_client_key: Path | None = None
+
+    @field_validator(
+        "allowed_hosts", "env_allowlist", "resource_roots", "job_queues", mode="before"
+    )
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @model_validator(mode="after")
+    def _check_security(self) -> Settings:
+        if self.auth == "none" and not is_loopback(self.api_host):
+            raise ValueError(
+                f"{ENV_PREFIX}AUTH: 'none' is only allowed on a loopback bind, and "
+                f"{ENV_PREFIX}API_HOST is {self.api_host!r}"
+            )
+        if (self.api_tls_certfile is None) != (self.api_tls_keyfile is None):
+            raise ValueError(
+                f"{ENV_PREFIX}API_TLS_CERTFILE: give both it and {ENV_PREFIX}API_TLS_KEYFILE"
+            )
+        if self.rm_auth == "kerberos" and (not self.rm_principal or self.rm_keytab is None):
+            raise ValueError(
+                f"{ENV_PREFIX}RM_AUTH: kerberos needs {ENV_PREFIX}RM_PRINCIPAL and "
+                f"{ENV_PREFIX}RM_KEYTAB"
+            )
+        return self
 
     @field_validator("rm_urls", mode="before")
     @classmethod
@@ -179,6 +240,16 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'sidecar.db'}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts local connections."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _read_config_file(path: Path) -> dict[str, str]:

@@ -67,3 +67,13 @@ def db(db_url: str) -> Iterator[Db]:
         yield Db(db_url, engine, make_session_factory(engine))
     finally:
         engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _local_api_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apps built by tests serve on loopback without authentication and answer any Host (the test
+    clients use made-up host names). Authentication, roles and the Host check have their own tests,
+    which pass ``auth="token"`` / ``allowed_hosts`` explicitly (keyword arguments beat the
+    environment)."""
+    monkeypatch.setenv("YARN_SIDECAR_AUTH", "none")
+    monkeypatch.setenv("YARN_SIDECAR_ALLOWED_HOSTS", "*")

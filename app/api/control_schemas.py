@@ -24,6 +24,9 @@ class DecisionSummary(BaseModel):
 
 
 class DecisionDetail(DecisionSummary):
+    principal: str | None = Field(
+        None, description="Who caused it (API caller); null for the sidecar's own loops."
+    )
     params: dict[str, Any] = Field(description="The configuration the decision ran with.")
     inputs: dict[str, Any] = Field(
         description="Per-queue interval averages, cluster size, the live configuration and its "
@@ -50,16 +53,26 @@ class QueueBoundsIn(BaseModel):
     max: float = Field(100.0, description="Maximum capacity, percent of the parent.")
 
 
+# More queues than any CapacityScheduler parent holds; keeps one decision row small.
+MAX_KEYS = 1000
+
+
 class PolicyIn(BaseModel):
     """Fields to change; omitted fields keep their value. Validated by the policy registry."""
 
     model_config = ConfigDict(extra="forbid")
 
     policy: str | None = Field(None, description="static, fawkes:<weighting>, ltrf, mlrf or rrf.")
-    params: dict[str, Any] | None = Field(None, description="Policy parameters (registry).")
+    params: dict[str, Any] | None = Field(
+        None, max_length=MAX_KEYS, description="Policy parameters (registry)."
+    )
     mode: str | None = Field(None, description="observe, advise or enforce.")
-    bounds: dict[str, QueueBoundsIn] | None = Field(None, description="Per queue path.")
-    weights: dict[str, float] | None = Field(None, description="Queue weights (default 1).")
+    bounds: dict[str, QueueBoundsIn] | None = Field(
+        None, max_length=MAX_KEYS, description="Per queue path."
+    )
+    weights: dict[str, float] | None = Field(
+        None, max_length=MAX_KEYS, description="Queue weights (default 1)."
+    )
     max_step_pp: float | None = Field(None, description="Largest change per push, points.")
     min_change_pp: float | None = Field(None, description="Smallest change worth pushing.")
     allow_drift_overwrite: bool | None = None

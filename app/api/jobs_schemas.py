@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from app.domain.tags import DEFAULT_BLOCK_SIZE, MAX_USER_TAGS, TAG_PATTERN, is_reserved
 
 MAX_DEADLINE_S = 366 * 24 * 3600.0
+MIN_DEADLINE_S = 1.0
+MAX_TASKS = 10_000_000
+MAX_BYTES = 2**63 - 1
 
 
 class _In(BaseModel):
@@ -58,7 +61,41 @@ class SleepRun(_In):
     container_memory_mb: int = Field(256, ge=64, le=65_536)
 
 
-RunIn = Annotated[ApplicationRun | SleepRun, Field(discriminator="kind")]
+class TemplateRun(_In):
+    """One of the operator's job templates (``GET /templates``) with its parameters."""
+
+    kind: Literal["template"]
+    template: str = Field(min_length=1, max_length=63)
+    parameters: dict[str, int | float | str] = Field(default_factory=dict, max_length=50)
+    memory_mb: int | None = Field(None, ge=1, le=1_048_576, description="AM memory (MB).")
+    vcores: int | None = Field(None, ge=1, le=1024, description="AM vcores.")
+
+
+RunIn = Annotated[ApplicationRun | SleepRun | TemplateRun, Field(discriminator="kind")]
+
+
+class TemplateParamOut(BaseModel):
+    type: str
+    description: str
+    default: int | float | str | None
+    min: float | None = None
+    max: float | None = None
+    choices: list[str] | None = None
+    pattern: str | None = None
+
+
+class TemplateOut(BaseModel):
+    name: str
+    description: str
+    application_type: str
+    parameters: dict[str, TemplateParamOut]
+    queues: list[str]
+    max_memory_mb: int
+    max_vcores: int
+
+
+class TemplateList(BaseModel):
+    items: list[TemplateOut]
 
 
 class JobIn(_In):
@@ -71,9 +108,9 @@ class JobIn(_In):
     deadline: float | dt.datetime = Field(
         description="Seconds from submission (number) or an absolute ISO 8601 time (string)."
     )
-    requested_tasks: int | None = Field(None, ge=1, le=10_000_000)
-    input_bytes: int | None = Field(None, ge=1)
-    block_size: int = Field(DEFAULT_BLOCK_SIZE, ge=1)
+    requested_tasks: int | None = Field(None, ge=1, le=MAX_TASKS)
+    input_bytes: int | None = Field(None, ge=1, le=MAX_BYTES)
+    block_size: int = Field(DEFAULT_BLOCK_SIZE, ge=1, le=MAX_BYTES)
     run: RunIn
     tags: list[str] = Field(default_factory=list, max_length=MAX_USER_TAGS)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)
@@ -85,8 +122,9 @@ class JobIn(_In):
         if isinstance(value, bool):
             raise ValueError("must be a number of seconds or an ISO 8601 time")
         if isinstance(value, int | float):
-            if not 0 < value <= MAX_DEADLINE_S:
-                raise ValueError(f"seconds must be > 0 and <= {MAX_DEADLINE_S:g}")
+            # Below a second the job would be due before admission could run.
+            if not MIN_DEADLINE_S <= value <= MAX_DEADLINE_S:
+                raise ValueError(f"seconds must be >= {MIN_DEADLINE_S:g} and <= {MAX_DEADLINE_S:g}")
             return float(value)
         if isinstance(value, str):
             try:
@@ -129,6 +167,7 @@ class JobDecisionOut(BaseModel):
     reason: str
     numbers: dict[str, Any]
     round_id: int | None = Field(description="The admission round's row in the decision audit.")
+    principal: str | None = Field(None, description="Who caused it; null for the sidecar itself.")
 
 
 class JobOut(BaseModel):
@@ -158,6 +197,7 @@ class JobOut(BaseModel):
     met_deadline: bool | None
     reason: str
     updated_at: dt.datetime
+    owner: str | None = Field(None, description="The user it runs as and who may cancel it.")
 
 
 class JobAccepted(JobOut):

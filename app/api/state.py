@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.job_templates import Template
 from app.services.admission import AdmissionService
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -23,3 +24,4 @@ class SidecarState:
     poller: Poller | None = None
     controller: Controller | None = None
     admission: AdmissionService | None = None
+    templates: dict[str, Template] = field(default_factory=dict)

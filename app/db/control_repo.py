@@ -302,7 +302,10 @@ def list_decisions(
         stmt = stmt.where(Decision.kind == flt.kind)
     if flt.policy:
         stmt = stmt.where(
-            or_(Decision.policy == flt.policy, Decision.policy.like(f"{flt.policy}:%"))
+            or_(
+                Decision.policy == flt.policy,
+                Decision.policy.startswith(f"{flt.policy}:", autoescape=True),
+            )
         )
     if flt.status:
         stmt = stmt.where(Decision.status == flt.status)

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.auth.principal import current_label, current_user
 from app.db.models import Base
 
 
@@ -73,6 +74,9 @@ class Job(Base):
     timeout_set: Mapped[bool] = mapped_column(Boolean, default=False)
     reason: Mapped[str] = mapped_column(Text, default="")
     updated_ms: Mapped[int] = mapped_column(BigInteger)
+    # The user the job runs as on YARN and who may see and cancel it; the sidecar's own user when
+    # submitted without a principal.
+    owner: Mapped[str | None] = mapped_column(String(100), default=current_user)
 
 
 class JobDecision(Base):
@@ -94,6 +98,7 @@ class JobDecision(Base):
     priority: Mapped[float | None] = mapped_column(Float)
     reason: Mapped[str] = mapped_column(Text, default="")
     numbers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    principal: Mapped[str | None] = mapped_column(String(200), default=current_label)
 
 
 class EstimatorStateRow(Base):

@@ -243,7 +243,9 @@ def list_jobs(
     if flt.state:
         stmt = stmt.where(Job.state == flt.state)
     if flt.queue:
-        stmt = stmt.where(or_(Job.queue == flt.queue, Job.queue.like(f"%.{flt.queue}")))
+        stmt = stmt.where(
+            or_(Job.queue == flt.queue, Job.queue.endswith(f".{flt.queue}", autoescape=True))
+        )
     if flt.submitted_from_ms is not None:
         stmt = stmt.where(Job.submitted_ms >= flt.submitted_from_ms)
     if flt.submitted_to_ms is not None:

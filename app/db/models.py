@@ -25,6 +25,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from app.auth.principal import current_label
+
 # Stable constraint names so Alembic autogenerate and downgrades work on every engine.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -209,6 +211,8 @@ class Decision(Base):
     status: Mapped[str] = mapped_column(String(30))
     rm_response: Mapped[str | None] = mapped_column(Text)
     reason: Mapped[str] = mapped_column(Text, default="")
+    # Who caused it: the API caller's audit label; NULL for the sidecar's own loops.
+    principal: Mapped[str | None] = mapped_column(String(200), default=current_label)
 
 
 class PollRecord(Base):

@@ -218,7 +218,22 @@ def decode_cursor(cursor: str, arity: int) -> list[Any]:
         raise InvalidCursor("cursor is not one this server issued") from exc
     if not isinstance(values, list) or len(values) != arity:
         raise InvalidCursor("cursor is not one this server issued")
+    for value in values:
+        # Keys this server issues are BIGINT-sized numbers and encodable strings; anything else
+        # would overflow the database's integer or its text encoding.
+        if isinstance(value, bool) or (isinstance(value, int) and not -(2**63) <= value < 2**63):
+            raise InvalidCursor("cursor is not one this server issued")
+        if isinstance(value, str) and not _encodable(value):
+            raise InvalidCursor("cursor is not one this server issued")
     return values
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def list_apps(
@@ -228,7 +243,10 @@ def list_apps(
     stmt = select(Application)
     if flt.queue:
         stmt = stmt.where(
-            or_(Application.queue == flt.queue, Application.queue.like(f"%.{flt.queue}"))
+            or_(
+                Application.queue == flt.queue,
+                Application.queue.endswith(f".{flt.queue}", autoescape=True),
+            )
         )
     if flt.user:
         stmt = stmt.where(Application.user == flt.user)

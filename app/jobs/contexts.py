@@ -27,6 +27,9 @@ from app.yarn.workload import AppSpec, Harness, build_submission_context, stage_
 SLEEP = "sleep"
 APPLICATION = "application"
 GRANTED_VCORES_ENV = "SIDECAR_GRANTED_VCORES"
+# The YARN user a job runs as (the API caller), in its stored run and in the context handed to
+# RMClient.submit_application, which sends it as user.name / doAs instead of the sidecar's user.
+RUN_AS = "run_as"
 
 
 class TemplateUnavailable(RuntimeError):
@@ -69,10 +72,14 @@ def build_context(launch: JobLaunch, app_id: str, harness: Harness | None = None
     """The ``application-submission-context`` for ``POST /apps``."""
     kind = launch.run.get("kind")
     if kind == SLEEP:
-        return _sleep_context(launch, app_id, harness)
-    if kind == APPLICATION:
-        return _application_context(launch, app_id)
-    raise ValueError(f"unknown run kind {kind!r}")
+        context = _sleep_context(launch, app_id, harness)
+    elif kind == APPLICATION:
+        context = _application_context(launch, app_id)
+    else:
+        raise ValueError(f"unknown run kind {kind!r}")
+    if launch.run.get(RUN_AS):
+        context[RUN_AS] = str(launch.run[RUN_AS])
+    return context
 
 
 def _sleep_context(launch: JobLaunch, app_id: str, harness: Harness | None) -> dict[str, Any]:

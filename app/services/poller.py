@@ -30,6 +30,7 @@ from app.db import poll_writes, repo
 from app.db.models import PollRecord
 from app.db.session import transaction
 from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
+from app.redact import redact_text, redact_url
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError
 
@@ -127,7 +128,7 @@ class Poller(LoopService):
         self.failures += 1
         delay = self.backoff_s()
         self.next_attempt_ms = now_ms + int(delay * 1000)
-        self.last_error = cap_error(f"{type(exc).__name__}: {exc}")
+        self.last_error = cap_error(redact_text(f"{type(exc).__name__}: {exc}"))
         self.log.warning(
             "poll failed (%d in a row), next attempt in %.0fs: %s",
             self.failures,
@@ -179,7 +180,7 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=True,
-                    rm_url=snap.rm_url,
+                    rm_url=redact_url(snap.rm_url),
                     apps_upserted=apps,
                     queues_sampled=queues,
                     nodes_sampled=nodes,
@@ -200,8 +201,8 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=False,
-                    rm_url=self.source.active_url,
-                    error=cap_error(error),
+                    rm_url=redact_url(self.source.active_url or "") or None,
+                    error=cap_error(redact_text(error)),
                 ),
             )
 

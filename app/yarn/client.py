@@ -27,6 +27,7 @@ import enum
 import gc
 import json
 import math
+import ssl
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,11 +51,14 @@ from app.domain.model import (
     Resources,
     SchedulerSettings,
 )
+from app.redact import redact_url
 from app.yarn import mapping, wire
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
 from app.yarn.wire import NewApplication, SchedConfUpdate
 
 API_PREFIX = "/ws/v1/cluster"
+# Key of a submission context naming the user to run as (see app.jobs.contexts.RUN_AS).
+RUN_AS_KEY = "run_as"
 RUNNING_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 FINISHED_APP_STATES = tuple(sorted(FINAL_APP_STATES))
 KILL_POLL_S = 0.5
@@ -111,6 +115,8 @@ class RMClient:
         backoff_s: float = 0.5,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        auth: httpx.Auth | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         if not urls:
             raise ValueError("RMClient needs at least one ResourceManager URL")
@@ -118,6 +124,7 @@ class RMClient:
             raise ValueError("retries and backoff_s must be >= 0, timeout_s > 0")
         self._urls = tuple(_base_url(url) for url in urls)
         self._user = user
+        self._auth = auth
         self._retries = retries
         self._backoff_s = backoff_s
         self._sleep = sleep
@@ -132,6 +139,8 @@ class RMClient:
             follow_redirects=False,
             trust_env=False,
             headers={"Accept": "application/json"},
+            auth=auth,
+            verify=verify,
         )
 
     @property
@@ -257,9 +266,20 @@ class RMClient:
         )
 
     async def submit_application(self, context: Mapping[str, Any]) -> None:
-        """``POST /apps`` with an ``application-submission-context`` body (section 4.2; 202)."""
+        """``POST /apps`` with an ``application-submission-context`` body (section 4.2; 202).
+
+        A ``run_as`` key names the user the application runs as (the API caller): sent as
+        ``user.name`` with simple authentication, as the proxy-user ``doAs`` with Kerberos, so the
+        cluster's own queue ACLs apply to that user, never silently to the sidecar."""
+        body = dict(context)
+        run_as = body.pop(RUN_AS_KEY, None)
         await self._request(
-            "POST", "/apps", json_body=dict(context), as_user=True, retry=_Retry.UNSENT_ONLY
+            "POST",
+            "/apps",
+            json_body=body,
+            as_user=True,
+            on_behalf_of=str(run_as) if run_as else None,
+            retry=_Retry.UNSENT_ONLY,
         )
 
     async def kill_application(
@@ -376,14 +396,19 @@ class RMClient:
         content: str | None = None,
         content_type: str | None = None,
         as_user: bool = False,
+        on_behalf_of: str | None = None,
         retry: _Retry = _Retry.IDEMPOTENT,
         standby: StandbyProbe = _never_standby,
         prefix: str = API_PREFIX,
     ) -> httpx.Response:
         """Send to the active RM, failing over and retrying per ``retry``; 2xx or an RMError."""
         query = dict(params or {})
-        if as_user:
-            query["user.name"] = self._user
+        if as_user and self._auth is not None:
+            # Kerberos: the ticket says who the sidecar is; doAs who it acts for.
+            if on_behalf_of:
+                query["doAs"] = on_behalf_of
+        elif as_user:
+            query["user.name"] = on_behalf_of or self._user
         request = _Send(method, path, query, json_body, content, content_type, standby, prefix)
         failures: list[str] = []
         for round_no in range(self._retries + 1):
@@ -419,6 +444,7 @@ class RMClient:
     async def _send_once(self, index: int, request: _Send) -> httpx.Response:
         """One HTTP exchange with one RM, classified: 2xx returned, 4xx raised, rest temporary."""
         base = self._urls[index]
+        shown = redact_url(base)  # error messages end up in logs, /ready and the audit trail
         try:
             resp = await self._http.request(
                 request.method,
@@ -429,13 +455,13 @@ class RMClient:
                 headers={"Content-Type": request.content_type} if request.content_type else None,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise _Temporary(f"{base}: {_describe(exc)}", sent=False) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=False) from exc
         except httpx.TransportError as exc:
-            raise _Temporary(f"{base}: {_describe(exc)}", sent=True) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=True) from exc
         if _is_standby(resp) or request.standby(resp):
-            raise _Temporary(f"{base}: standby RM", sent=False, hint=resp.headers.get("Location"))
+            raise _Temporary(f"{shown}: standby RM", sent=False, hint=resp.headers.get("Location"))
         if resp.status_code >= 500:
-            raise _Temporary(f"{base}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True)
+            raise _Temporary(f"{shown}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True)
         if resp.status_code >= 400:
             raise _rejection(resp)
         return resp

@@ -34,7 +34,11 @@ def _refuse(request: httpx.Request) -> httpx.Response:
 @pytest.fixture
 async def api(db: Db) -> AsyncIterator[API]:
     settings = Settings(
-        database_url=db.url, cluster_name="test", deadline_capacity_vcores=8, drop_threshold=1000
+        database_url=db.url,
+        cluster_name="test",
+        deadline_capacity_vcores=8,
+        drop_threshold=1000,
+        job_queues=("root.etl",),
     )
     fastapi_app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
     async with fastapi_app.router.lifespan_context(fastapi_app):

@@ -114,3 +114,13 @@ def test_errors_name_the_problem(
 def test_unreachable_sidecar_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _cli(capsys, "decisions", "list", "--url", "http://127.0.0.1:9")
     assert code == 1 and "cannot reach the sidecar at http://127.0.0.1:9" in err
+
+
+def test_an_unknown_filter_value_is_a_usage_error(
+    served: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _cli(capsys, "decisions", "list", "--kind", "nope")
+    assert code == 2
+    assert "422: kind: must be one of queue, policy, admission, got 'nope'" in err
+    code, _, err = _cli(capsys, "jobs", "list", "--state", "nope")
+    assert code == 2 and "422: state: must be one of" in err

@@ -10,13 +10,16 @@ from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from app.api.control_schemas import DecisionDetail, DecisionPage, DecisionSummary
 from app.api.deps import SessionDep
-from app.api.params import cursor_errors
+from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt
 from app.db import control_repo
 from app.db.models import Decision
 
 router = APIRouter(tags=["decisions"])
+
+# What records decisions: the queue controller's ticks, policy changes, admission rounds.
+DECISION_KINDS = ("queue", "policy", "admission")
 
 
 def summary(row: Decision) -> DecisionSummary:
@@ -36,7 +39,7 @@ def summary(row: Decision) -> DecisionSummary:
 @router.get("/decisions", response_model=DecisionPage, responses={400: {"model": ErrorOut}})
 def list_decisions(
     session: SessionDep,
-    kind: Annotated[str | None, Query(description="queue, policy, admission, ...")] = None,
+    kind: Annotated[str | None, Query(description=f"One of {', '.join(DECISION_KINDS)}.")] = None,
     policy: Annotated[
         str | None, Query(description="Policy name; 'fawkes' matches every weighting.")
     ] = None,
@@ -47,6 +50,7 @@ def list_decisions(
     cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
 ) -> DecisionPage:
     """Recorded decisions, newest first."""
+    require_choice(kind, DECISION_KINDS, "kind")
     flt = control_repo.DecisionFilter(
         kind=kind,
         policy=policy,
@@ -63,7 +67,8 @@ def list_decisions(
     "/decisions/{decision_id}", response_model=DecisionDetail, responses={404: {"model": ErrorOut}}
 )
 def get_decision(
-    session: SessionDep, decision_id: Annotated[int, Path(description="Decision id.")]
+    session: SessionDep,
+    decision_id: Annotated[int, Path(description="Decision id.", ge=1, le=2**63 - 1)],
 ) -> DecisionDetail:
     """One decision with its inputs, the intermediate numbers and the RM's answer."""
     row = control_repo.get_decision(session, decision_id)
@@ -75,4 +80,5 @@ def get_decision(
         inputs=row.inputs,
         outputs=row.outputs,
         rm_response=row.rm_response,
+        principal=row.principal,
     )

@@ -11,20 +11,34 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, status
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import StateDep
-from app.api.jobs_schemas import JobAccepted, JobDecisionOut, JobDetail, JobIn, JobOut, JobPage
+from app.api.auth import Submitter, Viewer, forbidden
+from app.api.deps import SessionDep, StateDep
+from app.api.job_guard import check_run, may_manage, render_template, run_as
+from app.api.jobs_schemas import (
+    MAX_DEADLINE_S,
+    MAX_TASKS,
+    JobAccepted,
+    JobDecisionOut,
+    JobDetail,
+    JobIn,
+    JobOut,
+    JobPage,
+)
 from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt, ms_to_utc
 from app.api.state import SidecarState
+from app.auth.principal import Role
 from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
 from app.domain.tags import JOB_STATES, requested_tasks
+from app.jobs.contexts import RUN_AS
 from app.services.admission import AdmissionService, JobRejected, NewJob
 
 router = APIRouter(tags=["jobs"])
@@ -62,6 +76,7 @@ def decision_out(row: JobDecision) -> JobDecisionOut:
         reason=row.reason,
         numbers=row.numbers,
         round_id=row.round_id,
+        principal=row.principal,
     )
 
 
@@ -94,6 +109,7 @@ def job_out(row: Job) -> JobOut:
         met_deadline=row.met_deadline,
         reason=row.reason,
         updated_at=ms_to_utc(row.updated_ms),
+        owner=row.owner,
     )
 
 
@@ -117,13 +133,25 @@ def _new_job(body: JobIn, key: str | None, state: SidecarState, now_ms: int) -> 
                 status.HTTP_422_UNPROCESSABLE_CONTENT,
                 f"deadline: {body.deadline.isoformat()} is not in the future",
             )
+        # An absolute time obeys the same horizon as a number of seconds.
+        if deadline_ms - now_ms > MAX_DEADLINE_S * 1000:
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT,
+                f"deadline: more than {MAX_DEADLINE_S:g} seconds from now",
+            )
     else:
         deadline_ms = now_ms + round(body.deadline * 1000)
+    tasks = requested_tasks(body.requested_tasks, body.input_bytes, body.block_size)
+    if tasks > MAX_TASKS:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT,
+            f"input_bytes: {tasks} tasks at block_size {body.block_size}; at most {MAX_TASKS}",
+        )
     return NewJob(
         name=body.name,
         queue=body.queue or state.settings.deadline_queue,
         deadline_ms=deadline_ms,
-        requested_tasks=requested_tasks(body.requested_tasks, body.input_bytes, body.block_size),
+        requested_tasks=tasks,
         input_bytes=body.input_bytes,
         block_size=body.block_size if body.input_bytes is not None else None,
         run=body.run.model_dump(mode="json"),
@@ -160,6 +188,7 @@ def _idempotency_key(body: JobIn, header: str | None) -> str | None:
 async def submit_job(
     body: JobIn,
     state: StateDep,
+    principal: Submitter,
     response: Response,
     idempotency_key: Annotated[
         str | None, Header(alias="Idempotency-Key", description="Makes retries safe.")
@@ -167,6 +196,8 @@ async def submit_job(
 ) -> JobAccepted:
     """Submit a deadline job; answers once it and its first decision are committed."""
     service = _service(state)
+    check_run(body, principal, state.settings)
+    rendered = render_template(body, principal, state.settings, state.templates)
     now_ms = service.clock()
     new = _new_job(body, _idempotency_key(body, idempotency_key), state, now_ms)
     if service.submissions_in_flight >= MAX_SUBMISSIONS_IN_FLIGHT:
@@ -176,6 +207,12 @@ async def submit_job(
             headers={"Retry-After": str(RETRY_AFTER_S)},
         )
     service.submissions_in_flight += 1  # the event loop's thread only: no lock needed
+    user = run_as(principal, state.settings)
+    if rendered is not None or user is not None:
+        run = dict(rendered if rendered is not None else new.run)
+        if user is not None:
+            run[RUN_AS] = user
+        new = replace(new, run=run)
     try:
         result = await run_in_threadpool(
             service.create_job, new, now_ms, arrived=time.monotonic()
@@ -198,6 +235,7 @@ async def submit_job(
 @router.get("/jobs", response_model=JobPage, responses={400: {"model": ErrorOut}})
 def list_jobs(
     state_: StateDep,
+    _viewer: Viewer,
     state: Annotated[str | None, Query(description=f"One of {', '.join(JOB_STATES)}.")] = None,
     queue: Annotated[str | None, Query(description="Leaf name or full path.")] = None,
     submitted_from: Annotated[dt.datetime | None, Query(description="ISO 8601, inclusive.")] = None,
@@ -223,7 +261,7 @@ JobId = Annotated[str, Path(description="Job id from POST /jobs.", max_length=32
 
 
 @router.get("/jobs/{job_id}", response_model=JobDetail, responses={404: {"model": ErrorOut}})
-def get_job(state: StateDep, job_id: JobId) -> JobDetail:
+def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
     """One job with every decision and lifecycle step, oldest first."""
     # The session is closed (its connection back in the pool) before the response is
     # serialised, in this same worker thread: a dependency's teardown would need another one.
@@ -244,9 +282,15 @@ def get_job(state: StateDep, job_id: JobId) -> JobDetail:
         409: {"model": ErrorOut, "description": "The job already ended."},
     },
 )
-async def cancel_job(state: StateDep, job_id: JobId, response: Response) -> JobOut:
-    """Cancel a job; kills its YARN app if it has one. Repeating it is harmless."""
+async def cancel_job(
+    state: StateDep, principal: Submitter, job_id: JobId, response: Response
+) -> JobOut:
+    """Cancel a job; kills its YARN app if it has one. Repeating it is harmless. A submitter may
+    cancel only its own jobs; an operator any."""
     service = _service(state)
+    existing = await run_in_threadpool(_reload, state, job_id)
+    if existing is not None and not may_manage(principal, existing.owner):
+        raise forbidden(Role.OPERATOR, "cancelling another user's job")
     try:
         job = await run_in_threadpool(service.cancel_job, job_id, service.clock())
     except JobRejected as exc:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, Depends, HTTPException, status
 
+from app.api.auth import require
 from app.api.control_schemas import PolicyIn, PolicyOut, PreviewOut
 from app.api.deps import StateDep
 from app.api.schemas import ErrorOut
 from app.api.state import SidecarState
+from app.auth.principal import Role
 from app.control.config import ControlConfig
 from app.policies.base import PolicyError
 from app.services.controller import Controller
@@ -34,7 +36,7 @@ def _invalid(exc: PolicyError) -> HTTPException:
     return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{exc.field}: {exc.message}")
 
 
-@router.get("/policy", response_model=PolicyOut)
+@router.get("/policy", response_model=PolicyOut, dependencies=[Depends(require(Role.VIEWER))])
 async def get_policy(state: StateDep) -> PolicyOut:
     """The active queue policy, its parameters, the mode and the safety limits."""
     controller = _controller(state)
@@ -44,6 +46,7 @@ async def get_policy(state: StateDep) -> PolicyOut:
 
 @router.put(
     "/policy",
+    dependencies=[Depends(require(Role.OPERATOR))],
     response_model=PolicyOut,
     responses={422: {"model": ErrorOut}, 503: {"model": ErrorOut}},
 )
@@ -66,6 +69,7 @@ async def put_policy(body: PolicyIn, state: StateDep) -> PolicyOut:
 
 @router.post(
     "/policy/preview",
+    dependencies=[Depends(require(Role.VIEWER))],
     response_model=PreviewOut,
     responses={422: {"model": ErrorOut}, 503: {"model": ErrorOut}},
 )

@@ -32,6 +32,7 @@ import java.util.regex.Pattern;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
+import org.apache.hadoop.minikdc.MiniKdc;
 import org.apache.hadoop.mapreduce.v2.jobhistory.JHAdminConfig;
 import org.apache.hadoop.yarn.api.records.NodeId;
 import org.apache.hadoop.yarn.api.records.NodeLabel;
@@ -56,7 +57,18 @@ public final class MiniYarnLauncher {
     boolean jobHistory = false;
     File workDir = new File(".");
     int readyTimeoutSeconds = 180;
+    boolean kerberos = false;
     Map<String, String> props = new LinkedHashMap<>();
+  }
+
+  /** The MiniKdc of a --kerberos run and what a client needs from it. */
+  private static final class Kerberos {
+    MiniKdc kdc;
+    String realm;
+    File krb5Conf;
+    File clientKrb5Conf;
+    File sidecarKeytab;
+    String sidecarPrincipal;
   }
 
   public static void main(String[] args) {
@@ -77,7 +89,21 @@ public final class MiniYarnLauncher {
     if (!amConfDir.mkdirs() && !amConfDir.isDirectory()) {
       throw new IOException("cannot create " + amConfDir);
     }
+    // The KDC starts first: it sets java.security.krb5.conf, which the RM's SPNEGO filter reads.
+    Kerberos krb = opts.kerberos ? startKdc(work) : null;
     Configuration conf = buildConf(opts, work);
+    if (krb != null) {
+      File httpKeytab = new File(work, "kdc/http.keytab");
+      krb.kdc.createPrincipal(httpKeytab, "HTTP/localhost", "HTTP/127.0.0.1");
+      // Kerberos (SPNEGO) on every RM web endpoint, REST included; RPC stays simple.
+      conf.set("hadoop.http.filter.initializers",
+          "org.apache.hadoop.security.AuthenticationFilterInitializer");
+      conf.set("hadoop.http.authentication.type", "kerberos");
+      conf.set("hadoop.http.authentication.simple.anonymous.allowed", "false");
+      conf.set("hadoop.http.authentication.kerberos.principal", "*");
+      conf.set("hadoop.http.authentication.kerberos.keytab", httpKeytab.getAbsolutePath());
+      conf.set("hadoop.http.authentication.kerberos.name.rules", "DEFAULT");
+    }
     MiniYARNCluster cluster = opts.jobHistory
         ? new MiniMRYarnCluster("sidecar-it", opts.nodeManagers)
         : new MiniYARNCluster("sidecar-it", opts.nodeManagers, 1, 1);
@@ -87,6 +113,9 @@ public final class MiniYarnLauncher {
       System.out.println("STOPPING");
       System.out.flush();
       cluster.stop();
+      if (krb != null) {
+        krb.kdc.stop();
+      }
       stopped.countDown();
     }, "sidecar-it-shutdown"));
     cluster.init(conf);
@@ -101,10 +130,14 @@ public final class MiniYarnLauncher {
     writeConf(effective, new File(work, "effective-conf.xml"));
     // AMs read yarn-site.xml from their classpath to find the RM scheduler address.
     writeConf(effective, new File(amConfDir, "yarn-site.xml"));
-    waitReady(rmUrl, opts.nodeManagers, opts.readyTimeoutSeconds);
+    if (krb == null) {
+      waitReady(rmUrl, opts.nodeManagers, opts.readyTimeoutSeconds);
+    } else {
+      waitReadyKerberized(rm, rmUrl, opts.nodeManagers, opts.readyTimeoutSeconds);
+    }
     String jhsUrl = opts.jobHistory
         ? "http://" + cluster.getConfig().get(JHAdminConfig.MR_HISTORY_WEBAPP_ADDRESS) : null;
-    writeDetails(new File(work, "cluster.json"), opts, rmUrl, jhsUrl, effective, amConfDir);
+    writeDetails(new File(work, "cluster.json"), opts, rmUrl, jhsUrl, effective, amConfDir, krb);
     System.out.println("READY rm_url=" + rmUrl + " nodemanagers=" + opts.nodeManagers
         + " workdir=" + work + (jhsUrl == null ? "" : " jobhistory_url=" + jhsUrl));
     System.out.flush();
@@ -121,6 +154,7 @@ public final class MiniYarnLauncher {
         case "--nodemanagers" -> o.nodeManagers = Integer.parseInt(args[++i]);
         case "--node-labels" -> o.nodeLabels = List.of(args[++i].split(",", -1));
         case "--jobhistory" -> o.jobHistory = true;
+        case "--kerberos" -> o.kerberos = true;
         case "--workdir" -> o.workDir = new File(args[++i]);
         case "--ready-timeout" -> o.readyTimeoutSeconds = Integer.parseInt(args[++i]);
         case "-D" -> putProp(o.props, args[++i]);
@@ -225,8 +259,56 @@ public final class MiniYarnLauncher {
         + timeoutSeconds + "s");
   }
 
+  private static Kerberos startKdc(File work) throws Exception {
+    File dir = new File(work, "kdc");
+    if (!dir.mkdirs() && !dir.isDirectory()) {
+      throw new IOException("cannot create " + dir);
+    }
+    Kerberos k = new Kerberos();
+    k.kdc = new MiniKdc(MiniKdc.createConf(), dir);
+    k.kdc.start();
+    k.realm = k.kdc.getRealm();
+    k.krb5Conf = k.kdc.getKrb5conf();
+    k.sidecarKeytab = new File(dir, "sidecar.keytab");
+    k.kdc.createPrincipal(k.sidecarKeytab, "sidecar");
+    k.sidecarPrincipal = "sidecar@" + k.realm;
+    // For MIT clients (python-gssapi): TCP to the KDC, no DNS games with "localhost".
+    k.clientKrb5Conf = new File(dir, "krb5-client.conf");
+    String client = "[libdefaults]\n"
+        + "  default_realm = " + k.realm + "\n"
+        + "  dns_lookup_kdc = false\n  dns_lookup_realm = false\n"
+        + "  dns_canonicalize_hostname = false\n  rdns = false\n"
+        + "  udp_preference_limit = 1\n  ticket_lifetime = 1h\n"
+        + "[realms]\n  " + k.realm + " = {\n    kdc = " + k.kdc.getHost() + ":" + k.kdc.getPort()
+        + "\n  }\n";
+    Files.writeString(k.clientKrb5Conf.toPath(), client, StandardCharsets.UTF_8);
+    return k;
+  }
+
+  /** With SPNEGO on the web endpoints an anonymous probe gets 401: count nodes in-process. */
+  private static void waitReadyKerberized(ResourceManager rm, String rmUrl, int nodes,
+      int timeoutSeconds) throws Exception {
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+    HttpRequest req = HttpRequest.newBuilder(URI.create(rmUrl + "/ws/v1/cluster/info"))
+        .timeout(Duration.ofSeconds(5)).GET().build();
+    long deadline = System.nanoTime() + Duration.ofSeconds(timeoutSeconds).toNanos();
+    while (System.nanoTime() < deadline) {
+      try {
+        int status = http.send(req, HttpResponse.BodyHandlers.discarding()).statusCode();
+        if (status == 401 && rm.getResourceScheduler().getNumClusterNodes() >= nodes) {
+          return;
+        }
+      } catch (IOException e) {
+        // Not listening yet.
+      }
+      Thread.sleep(250);
+    }
+    throw new IllegalStateException("kerberized RM not ready with " + nodes + " nodes after "
+        + timeoutSeconds + "s");
+  }
+
   private static void writeDetails(File target, Options o, String rmUrl, String jhsUrl,
-      Configuration effective, File amConfDir) throws IOException {
+      Configuration effective, File amConfDir, Kerberos krb) throws IOException {
     // AM-only jars and JVM options come from the run script (all JVM flags live there).
     String amClasspath = amConfDir.getAbsolutePath() + File.pathSeparator
         + System.getProperty("java.class.path") + File.pathSeparator
@@ -243,6 +325,12 @@ public final class MiniYarnLauncher {
     appendField(sb, "hadoop_version", org.apache.hadoop.util.VersionInfo.getVersion());
     appendField(sb, "am_classpath", amClasspath);
     appendField(sb, "am_java_opts", System.getProperty("sidecar.it.am.java.opts", ""));
+    if (krb != null) {
+      appendField(sb, "kerberos_realm", krb.realm);
+      appendField(sb, "krb5_conf", krb.clientKrb5Conf.getAbsolutePath());
+      appendField(sb, "sidecar_principal", krb.sidecarPrincipal);
+      appendField(sb, "sidecar_keytab", krb.sidecarKeytab.getAbsolutePath());
+    }
     sb.append("  \"pid\": ").append(ProcessHandle.current().pid()).append(",\n");
     sb.append("  \"nodemanagers\": ").append(o.nodeManagers).append("\n}\n");
     Path tmp = new File(target.getPath() + ".tmp").toPath();
