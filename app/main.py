@@ -16,6 +16,7 @@ from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
 from app.api.state import SidecarState
 from app.db.session import make_engine, make_session_factory
+from app.observability.prometheus import RMRequestMetrics, SidecarCollector
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -47,12 +48,14 @@ def create_app(
             state = SidecarState(
                 settings=settings, engine=engine, sessions=make_session_factory(engine)
             )
+            rm_metrics = RMRequestMetrics(state.metrics)
             client = RMClient(
                 settings.rm_urls,
                 user=settings.rm_user,
                 timeout_s=settings.rm_timeout_s,
                 retries=settings.rm_retries,
                 transport=rm_transport,
+                observer=rm_metrics.observe,
             )
             await stack.enter_async_context(client)
             state.poller = Poller(
@@ -72,6 +75,17 @@ def create_app(
             )
             state.admission = build_admission_service(
                 settings, client, state.sessions, eager=run_loops
+            )
+            controller = state.controller
+
+            def policy_info() -> tuple[str, str]:
+                cfg = controller.current(controller.clock()).cfg
+                return cfg.policy, cfg.mode
+
+            state.metrics.register(
+                SidecarCollector(
+                    state.sessions, settings.cluster_name, policy_info=policy_info
+                )
             )
             api.state.sidecar = state
             if run_loops:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,3 +24,7 @@ class SidecarState:
     poller: Poller | None = None
     controller: Controller | None = None
     admission: AdmissionService | None = None
+    # the registry /metrics exposes: one per app, so tests can run several apps in one process
+    metrics: CollectorRegistry = field(
+        default_factory=lambda: CollectorRegistry(auto_describe=True)
+    )
