@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -114,3 +116,18 @@ async def test_openmetrics_on_request(served: tuple[httpx.AsyncClient, FastAPI])
     r = await client.get("/metrics", headers={"Accept": "application/openmetrics-text"})
     assert r.headers["content-type"].startswith("application/openmetrics-text")
     assert r.text.rstrip().endswith("# EOF")
+
+
+async def test_monitoring_docs_use_only_exposed_series(
+    served: tuple[httpx.AsyncClient, FastAPI],
+) -> None:
+    client, _ = served
+    r = await client.get("/metrics")
+    exposed = {s.name for f in text_string_to_metric_families(r.text) for s in f.samples}
+    exposed |= set(re.findall(r"^# TYPE (\S+)", r.text, re.MULTILINE))  # declared, no sample yet
+    docs = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
+    used = set()
+    for name in ("alerts.yml", "grafana-dashboard.json"):
+        used |= set(re.findall(r"yarn_sidecar_[a-z_]+", (docs / name).read_text()))
+    # the alert test feeds its own series; every name the rules and panels query is real
+    assert used and used <= exposed, used - exposed
