@@ -11,12 +11,24 @@ import httpx
 from fastapi import FastAPI
 
 import app as app_pkg
-from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, policy, queues
+from app.api.routes import (
+    apps,
+    dashboard,
+    decisions,
+    health,
+    ledger,
+    metrics,
+    observe,
+    policy,
+    queues,
+    whatif,
+)
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
 from app.api.state import SidecarState
 from app.db.session import make_engine, make_session_factory
 from app.observability.prometheus import RMRequestMetrics, SidecarCollector
+from app.observability.whatif_runs import WhatIfRuns
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -87,6 +99,8 @@ def create_app(
                     state.sessions, settings.cluster_name, policy_info=policy_info
                 )
             )
+            state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
+            stack.callback(state.whatif.close)
             api.state.sidecar = state
             if run_loops:
                 runtime = Runtime([state.poller, state.controller, state.admission])
@@ -106,6 +120,9 @@ def create_app(
         api.include_router(router)
     api.include_router(jobs_routes.router)
     api.include_router(estimator_routes.router)
+    api.include_router(observe.router)
+    api.include_router(whatif.router)
+    api.mount("/ui/static", dashboard.static_files(), name="ui-static")
     return api
 
 

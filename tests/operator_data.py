@@ -32,6 +32,7 @@ CLUSTER = "test"
 NOW_MS = 1_700_003_600_000
 START_MS = NOW_MS - 3_600_000
 STEP_MS = 60_000
+TICK_MS = 300_000
 LEAVES = {"default": 40.0, "etl": 20.0, "adhoc": 20.0, "deadline": 20.0}
 
 
@@ -193,13 +194,13 @@ def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NO
 
 
 async def run_ticks(api: FastAPI, policies: tuple[str, ...] = ("ltrf", "fawkes:TD")) -> None:
-    """Run the real controller over the recorded hour: each policy in turn, one tick a minute,
-    in enforce mode (the recorded RM accepts every PUT)."""
+    """Run the real controller over the recorded hour: each policy in turn, a tick every five
+    minutes, in enforce mode (the recorded RM applies every PUT)."""
     controller = api.state.sidecar.controller
     ms = START_MS + 5 * STEP_MS
-    per = (NOW_MS - ms) // STEP_MS // len(policies)
+    per = (NOW_MS - ms) // TICK_MS // len(policies)
     for policy in policies:
         await controller.set_policy({"policy": policy, "mode": "enforce"}, ms)
         for _ in range(per):
-            ms += STEP_MS
+            ms += TICK_MS
             await controller.run_once(ms)

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.observability.whatif_runs import WhatIfRuns
 from app.services.admission import AdmissionService
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -24,6 +25,7 @@ class SidecarState:
     poller: Poller | None = None
     controller: Controller | None = None
     admission: AdmissionService | None = None
+    whatif: WhatIfRuns | None = None
     # the registry /metrics exposes: one per app, so tests can run several apps in one process
     metrics: CollectorRegistry = field(
         default_factory=lambda: CollectorRegistry(auto_describe=True)

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from app.db import repo
 from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
 from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
-from app.db.models import Application, Decision, PollRecord, Queue, QueueSample
+from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, QueueSample
+from app.domain.model import AppRecord, Resources
 
 QUEUE_KIND = "queue"
 # Seconds; the poll-duration histogram's upper bounds (a healthy poll takes tens of ms).
@@ -387,6 +388,105 @@ def queue_series(
     )
 
 
-def count_jobs(session: Session, where: Sequence[Any]) -> int:
-    """How many jobs match (for the dashboard's pager)."""
-    return int(session.execute(select(func.count()).select_from(Job).where(*where)).scalar_one())
+def job_counts(session: Session) -> dict[str, int]:
+    """Deadline jobs by state (the dashboard's filter chips)."""
+    return _grouped(session, Job.state)
+
+
+def job_etas(session: Session, job_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each job's application progress and an ETA extrapolated from it: a running app that was
+    ``p`` % done ``e`` ms after it started should end at ``start + e * 100 / p``."""
+    if not job_ids:
+        return {}
+    rows = session.execute(
+        select(Job.id, Application)
+        .join(Application, Application.app_id == Job.app_id)
+        .where(Job.id.in_(list(job_ids)))
+    ).all()
+    out: dict[str, dict[str, Any]] = {}
+    for job_id, a in rows:
+        eta: int | None = None
+        if a.finished_ms is not None:
+            eta = a.finished_ms
+        elif a.started_ms is not None and a.progress > 0:
+            eta = a.started_ms + int((a.updated_ms - a.started_ms) * 100 / a.progress)
+        out[str(job_id)] = {"progress": a.progress, "eta_ms": eta, "app_state": a.state}
+    return out
+
+
+# ----- what-if input ---------------------------------------------------------------------------
+
+
+def finished_apps(
+    session: Session, cluster_name: str, since_ms: int | None, until_ms: int | None
+) -> list[AppRecord]:
+    """Finished applications submitted in ``[since_ms, until_ms)``, as domain records."""
+    cluster = repo.get_cluster(session, cluster_name)
+    if cluster is None:
+        return []
+    stmt = select(Application).where(
+        Application.cluster_id == cluster.id, Application.finished_ms.is_not(None)
+    )
+    if since_ms is not None:
+        stmt = stmt.where(Application.submitted_ms >= since_ms)
+    if until_ms is not None:
+        stmt = stmt.where(Application.submitted_ms < until_ms)
+    return [_record(a) for a in session.scalars(stmt.order_by(Application.submitted_ms))]
+
+
+def _record(a: Application) -> AppRecord:
+    return AppRecord(
+        app_id=a.app_id,
+        user=a.user,
+        queue=a.queue,
+        name=a.name,
+        app_type=a.app_type,
+        tags=tuple(t for t in a.tags.split(",") if t),
+        state=a.state,
+        final_status=a.final_status,
+        progress=a.progress,
+        submitted_ms=a.submitted_ms,
+        started_ms=a.started_ms,
+        launched_ms=a.launched_ms,
+        finished_ms=a.finished_ms,
+        elapsed_ms=a.elapsed_ms,
+        allocated=Resources(a.allocated_vcores, a.allocated_mb),
+        vcore_seconds=a.vcore_seconds,
+        memory_seconds=a.memory_seconds,
+        running_containers=a.running_containers,
+        priority=a.priority,
+        diagnostics=a.diagnostics,
+    )
+
+
+def job_deadlines(session: Session, app_ids: Sequence[str]) -> dict[str, float]:
+    """Deadline (seconds after submission) of the apps that were sidecar deadline jobs."""
+    out: dict[str, float] = {}
+    ids = list(app_ids)
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        chunk = ids[start : start + 500]
+        for app_id, deadline in session.execute(
+            select(Job.app_id, Job.deadline_s).where(Job.app_id.in_(chunk))
+        ).all():
+            out[str(app_id)] = float(deadline)
+    return out
+
+
+def cluster_vcores(session: Session, cluster_name: str) -> int | None:
+    """The cluster's vcores at its newest node sample."""
+    cluster = repo.get_cluster(session, cluster_name)
+    if cluster is None:
+        return None
+    newest = session.scalar(
+        select(func.max(NodeSample.taken_ms)).where(NodeSample.cluster_id == cluster.id)
+    )
+    if newest is None:
+        return None
+    total = session.scalar(
+        select(func.sum(NodeSample.capability_vcores)).where(
+            NodeSample.cluster_id == cluster.id,
+            NodeSample.taken_ms == newest,
+            NodeSample.state == "RUNNING",
+        )
+    )
+    return int(total) if total else None
