@@ -135,13 +135,29 @@ def seed_history(sessions: sessionmaker[Session], start_ms: int = START_MS) -> N
 
 
 def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NOW_MS) -> None:
-    """Deadline jobs in every interesting state with their decisions, and a learned estimator."""
+    """Deadline jobs in every interesting state with their decisions and YARN applications
+    (finished ones with their times, submitted ones running at 40 %), and a learned estimator."""
     states = (t.FINISHED, t.FINISHED, t.FINISHED, t.QUEUED, t.SUBMITTED, t.DROPPED, t.KILLED)
+    apps = []
     with transaction(sessions) as s:
         for i in range(count):
             state = states[i % len(states)]
             submitted = now_ms - 3_000_000 + i * 1_000
             finished = state in (t.FINISHED, t.KILLED)
+            with_app = finished or state == t.SUBMITTED
+            app_id = f"application_1700000000001_{i + 1:04d}" if with_app else None
+            finished_ms = submitted + 500_000 + (i % 3) * 100_000 if finished else None
+            if app_id is not None:
+                rec = app(
+                    app_id,
+                    queue="root.deadline",
+                    state={t.FINISHED: "FINISHED", t.KILLED: "KILLED"}.get(state, "RUNNING"),
+                    submitted_ms=submitted,
+                    finished_ms=finished_ms,
+                    vcore_seconds=800,
+                    tags=(f"sidecar-job:{i:032x}",),
+                )
+                apps.append(rec if finished else replace(rec, progress=40.0))
             job = Job(
                 id=f"{i:032x}",
                 name=f"report-{i}",
@@ -158,8 +174,8 @@ def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NO
                 request_hash="0" * 64,
                 granted_cpus=2 if state != t.QUEUED else None,
                 admitted_ms=submitted + 5_000 if state != t.QUEUED else None,
-                app_id=f"application_1700000000001_{i + 1:04d}" if finished else None,
-                finished_ms=submitted + 500_000 + (i % 3) * 100_000 if finished else None,
+                app_id=app_id,
+                finished_ms=finished_ms,
                 met_deadline=(i % 3 != 2) if state == t.FINISHED else None,
                 reason="",
                 updated_ms=now_ms,
@@ -191,6 +207,8 @@ def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NO
             completed=5, min_frac=0.25, max_frac=0.75, last_frac=0.5, error_sum=0.2, error_ewma=0.05
         )
         jobs_repo.save_estimator(s, row, est, now_ms)
+        cluster = repo.ensure_cluster(s, CLUSTER, ["http://rm:8088"], now_ms)
+        repo.upsert_apps(s, cluster.id, apps, now_ms)
 
 
 async def run_ticks(api: FastAPI, policies: tuple[str, ...] = ("ltrf", "fawkes:TD")) -> None:

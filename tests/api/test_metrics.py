@@ -108,7 +108,7 @@ async def test_every_series_is_exposed_with_the_recorded_numbers(
     assert _value(s, "last_good_poll_age_seconds") > 0
     assert _value(s, "leader") == 1
     assert _value(s, "policy_info", policy="fawkes:TD", mode="enforce") == 1
-    assert _value(s, "applications", state="FINISHED") == 40
+    assert _value(s, "applications", state="FINISHED") == 46  # 40 recorded + 6 deadline jobs
 
 
 async def test_openmetrics_on_request(served: tuple[httpx.AsyncClient, FastAPI]) -> None:

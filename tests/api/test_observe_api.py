@@ -99,8 +99,13 @@ async def test_whatif_runs_in_the_background_and_reports(client: httpx.AsyncClie
         await asyncio.sleep(0.1)
     assert body["status"] == "done", body
     result = body["result"]
-    assert result["jobs"] == 40 and result["capacity_vcores"] == 8
-    assert {q["queue"] for q in result["queues"]} == {"root.etl", "root.adhoc", "root.default"}
+    # 40 recorded apps and 7 of the deadline jobs' apps (6 finished, 1 killed)
+    assert result["jobs"] == 47 and result["capacity_vcores"] == 8
+    queues = {q["queue"] for q in result["queues"]}
+    assert queues == {"root.etl", "root.adhoc", "root.default", "root.deadline"}
+    # finished 500 s, 600 s or 700 s after submission with a 600 s deadline; the killed one missed
+    assert (result["actual"]["deadlines_met"], result["actual"]["deadlines_missed"]) == (4, 3)
+    assert result["replay"]["deadlines_met"] + result["replay"]["deadlines_missed"] == 7
     assert result["actual"]["overall_slowdown"] >= 1.0
     assert 0 < result["replay"]["utilization"] <= 1
     report = await client.get(body["report_url"])

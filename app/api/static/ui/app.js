@@ -67,6 +67,14 @@
     return iso.replace("T", " ").replace(/\.\d+/, "").replace("+00:00", "Z");
   }
 
+  function ago(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 120) return s + " s ago";
+    if (s < 7200) return Math.round(s / 60) + " min ago";
+    if (s < 172800) return Math.round(s / 3600) + " h ago";
+    return Math.round(s / 86400) + " days ago";
+  }
+
   function pager(box, page, hasPrev, hasNext, onPrev, onNext, label) {
     box.textContent = "";
     const prev = document.createElement("button");
@@ -89,8 +97,7 @@
     const o = state.overview;
     $("active-policy").textContent = (o.policy || "–") + " · " + (o.mode || "–");
     if (o.last_good_poll_at) {
-      const age = Math.round((Date.now() - Date.parse(o.last_good_poll_at)) / 1000);
-      $("poll-age").textContent = "last good poll " + age + " s ago";
+      $("poll-age").textContent = "last good poll " + ago(Date.now() - Date.parse(o.last_good_poll_at));
     } else {
       $("poll-age").textContent = "no poll yet";
     }
@@ -158,18 +165,21 @@
     const params = new URLSearchParams({ path: q.selected, since: since.toISOString(), until: until.toISOString(), points: "400" });
     const s = await api("/queues/series?" + params);
     const t = s.t.map(Date.parse), dt = s.decision_t.map(Date.parse), lt = s.debt_t.map(Date.parse);
-    Charts.line(box, { title: "Capacity", unit: "% of parent", series: [
+    // one time axis for the four charts, so a change reads across them
+    const all = t.concat(dt, lt);
+    const xRange = all.length ? [Math.min(...all), Math.max(...all)] : undefined;
+    Charts.line(box, { xRange, title: "Capacity", unit: "% of parent", series: [
       { name: "configured", color: "#2457c5", x: t, y: s.capacity },
       { name: "desired", color: "#e07b00", x: dt, y: s.desired, dash: true },
     ] });
-    Charts.line(box, { title: "Usage", unit: "%", series: [
+    Charts.line(box, { xRange, title: "Usage", unit: "%", series: [
       { name: "used of own capacity", color: "#1e7a3c", x: t, y: s.used_capacity },
       { name: "used of cluster", color: "#7a3c9a", x: t, y: s.absolute_used },
     ] });
-    Charts.line(box, { title: "Policy weight", unit: "", series: [
+    Charts.line(box, { xRange, title: "Policy weight", unit: "", series: [
       { name: "weight", color: "#b3261e", x: dt, y: s.weight },
     ] });
-    Charts.line(box, { title: "LTRF debt", unit: "vcore-s", series: [
+    Charts.line(box, { xRange, title: "LTRF debt", unit: "vcore-s", series: [
       { name: "debt", color: "#444", x: lt, y: s.debt },
     ] });
   }
@@ -218,7 +228,7 @@
       const tr = document.createElement("tr");
       tr.dataset.job = x.id;
       const e = etas[x.id];
-      td(tr, x.id.slice(0, 12));
+      td(tr, x.id.slice(-12)).title = x.id;
       td(tr, x.name, "text"); td(tr, x.queue, "text"); td(tr, x.state, "text");
       td(tr, when(x.submitted_at)); td(tr, when(x.deadline_at));
       td(tr, e ? when(e.eta) : "–"); td(tr, e ? num(e.progress, 0) + " %" : "–");
@@ -248,7 +258,7 @@
     const body = table.createTBody();
     for (const d of job.decisions) {
       const tr = body.insertRow();
-      td(tr, when(d.created_at)); td(tr, d.action, "text"); td(tr, d.policy, "text");
+      td(tr, when(d.at)); td(tr, d.action, "text"); td(tr, d.policy, "text");
       td(tr, d.cpus); td(tr, d.req_cpus); td(tr, num(d.fraction, 3)); td(tr, num(d.ttd_s, 0));
       td(tr, d.reason, "reason");
     }

@@ -45,17 +45,24 @@
       return box;
     }
     let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
+    if (spec.xRange) { x0 = Math.min(x0, spec.xRange[0]); x1 = Math.max(x1, spec.xRange[1]); }
     let y0 = Math.min(0, ...pts.map(p => p[1])), y1 = Math.max(...pts.map(p => p[1]));
-    if (spec.yMax !== undefined) y1 = Math.max(y1, spec.yMax);
     if (x1 === x0) { x0 -= 60e3; x1 += 60e3; }
     if (y1 === y0) y1 = y0 + 1;
+    // round the value axis out to four "nice" steps (1, 2, 2.5 or 5 times a power of ten)
+    const raw = (y1 - y0) / 4, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map(m => m * mag).find(v => v >= raw);
+    y0 = Math.floor(y0 / step) * step;
+    y1 = y0 + 4 * step;
+    while (y1 < Math.max(...pts.map(p => p[1]))) y1 += step;
     const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
     const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
     const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": spec.title }, box);
     el("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }, svg);
     el("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }, svg);
-    for (let k = 0; k <= 4; k++) {
-      const v = y0 + (y1 - y0) * k / 4;
+    const ticks = Math.round((y1 - y0) / step);
+    for (let k = 0; k <= ticks; k++) {
+      const v = y0 + step * k;
       const t = el("text", { x: L - 4, y: sy(v) + 3, "text-anchor": "end", class: "tick" }, svg);
       t.textContent = fmt(v);
       if (k) el("line", { x1: L, y1: sy(v), x2: W - R, y2: sy(v), stroke: "#eef", "stroke-width": 1 }, svg);
