@@ -110,7 +110,9 @@ def test_operator_walks_every_page(sidecar: tuple[str, str], browser: object) ->
     assert default.inner_text() == "40.00"
     page.click("#queue-table tr[data-queue='root.etl']")
     page.wait_for_selector("#queue-title:has-text('root.etl')")
-    usage = page.locator(".chart[data-chart='Usage'] .legend span[data-series='used of own capacity']")
+    usage = page.locator(
+        ".chart[data-chart='Usage'] .legend span[data-series='used of own capacity']"
+    )
     usage.wait_for()
     last_used = od.etl_used(od.NOW_MS) / (8 * 0.2) * 100
     assert float(usage.get_attribute("data-last") or "nan") == pytest.approx(last_used)
