@@ -34,6 +34,7 @@ START_MS = NOW_MS - 3_600_000
 STEP_MS = 60_000
 TICK_MS = 300_000
 LEAVES = {"default": 40.0, "etl": 20.0, "adhoc": 20.0, "deadline": 20.0}
+NODE_VCORES = 32
 
 
 class RecordedRM:
@@ -73,27 +74,28 @@ class RecordedRM:
 
 
 def etl_used(ms: int) -> int:
-    """The etl queue's used vcores at ``ms``: a wave between 0 and 6 of 8 vcores."""
+    """The etl queue's used vcores at ``ms``: a wave between 0 and 6."""
     return round(3 + 3 * math.sin((ms - START_MS) / 600_000))
 
 
 def seed_history(sessions: sessionmaker[Session], start_ms: int = START_MS) -> None:
     """An hour of polls every minute and 40 finished applications across three queues."""
-    node = NodeState("n:1", "n", "/r", "RUNNING", (), Resources(8, 8192), Resources(0, 0), 0)
+    size = Resources(NODE_VCORES, NODE_VCORES * 1024)
+    node = NodeState("n:1", "n", "/r", "RUNNING", (), size, Resources(0, 0), 0)
     for ms in range(start_ms, start_ms + 3_600_001, STEP_MS):
         qs = [queue("root", capacity=100, leaf=False)]
         for name, cap in LEAVES.items():
             used = {"etl": etl_used(ms), "adhoc": 1 if (ms // STEP_MS) % 3 == 0 else 0}.get(name, 0)
             q = queue(f"root.{name}", capacity=cap, used_vcores=used)
             pending = {"etl": 30, "adhoc": 10}.get(name, 0)
-            used_cap = 100.0 * used / (8 * cap / 100)
+            used_cap = 100.0 * used / (NODE_VCORES * cap / 100)
             qs.append(
                 replace(
                     q,
                     pending_containers=pending,
                     num_active_apps=1 if used else 0,
                     used_capacity=used_cap,
-                    absolute_used_capacity=100.0 * used / 8,
+                    absolute_used_capacity=100.0 * used / NODE_VCORES,
                 )
             )
         with transaction(sessions) as s:
@@ -142,7 +144,7 @@ def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NO
     with transaction(sessions) as s:
         for i in range(count):
             state = states[i % len(states)]
-            submitted = now_ms - 3_000_000 + i * 1_000
+            submitted = now_ms - 3_000_000 + i * 20_000
             finished = state in (t.FINISHED, t.KILLED)
             with_app = finished or state == t.SUBMITTED
             app_id = f"application_1700000000001_{i + 1:04d}" if with_app else None
@@ -154,7 +156,7 @@ def seed_jobs(sessions: sessionmaker[Session], count: int = 12, now_ms: int = NO
                     state={t.FINISHED: "FINISHED", t.KILLED: "KILLED"}.get(state, "RUNNING"),
                     submitted_ms=submitted,
                     finished_ms=finished_ms,
-                    vcore_seconds=800,
+                    vcore_seconds=((finished_ms or now_ms) - submitted) // 1000,  # one vcore
                     tags=(f"sidecar-job:{i:032x}",),
                 )
                 apps.append(rec if finished else replace(rec, progress=40.0))

@@ -114,7 +114,7 @@ def test_operator_walks_every_page(sidecar: tuple[str, str], browser: object) ->
         ".chart[data-chart='Usage'] .legend span[data-series='used of own capacity']"
     )
     usage.wait_for()
-    last_used = od.etl_used(od.NOW_MS) / (8 * 0.2) * 100
+    last_used = od.etl_used(od.NOW_MS) / (od.NODE_VCORES * 0.2) * 100
     assert float(usage.get_attribute("data-last") or "nan") == pytest.approx(last_used)
     weight = page.locator(".chart[data-chart='Policy weight'] .legend span[data-series='weight']")
     assert float(weight.get_attribute("data-last") or "nan") == pytest.approx(

@@ -74,8 +74,8 @@ async def test_every_series_is_exposed_with_the_recorded_numbers(
     for name in ("queue_policy_weight", "queue_fawkes_discrimination"):
         assert {lab["queue"] for lab, _ in s[P + name]} >= {"root.etl", "root.adhoc"}, name
     assert _value(s, "queue_configured_capacity_percent", queue="root.default") == 40.0
-    # the measured share is the last interval's average of etl's dominant vcore share (x/8)
-    assert 0 < _value(s, "queue_measured_share", queue="root.etl") <= 6 / 8
+    # the measured share is the last interval's average of etl's dominant vcore share
+    assert 0 < _value(s, "queue_measured_share", queue="root.etl") <= 6 / od.NODE_VCORES
     assert _value(s, "queue_fawkes_discrimination", queue="root.etl") != 0
     assert sum(v for _, v in s[P + "queue_ltrf_debt_vcore_seconds"]) != 0
     # the seeded jobs: 6 of 12 finished (i % 3 == 2 missed its deadline), 2 queued

@@ -100,7 +100,7 @@ async def test_whatif_runs_in_the_background_and_reports(client: httpx.AsyncClie
     assert body["status"] == "done", body
     result = body["result"]
     # 40 recorded apps and 7 of the deadline jobs' apps (6 finished, 1 killed)
-    assert result["jobs"] == 47 and result["capacity_vcores"] == 8
+    assert result["jobs"] == 47 and result["capacity_vcores"] == od.NODE_VCORES
     queues = {q["queue"] for q in result["queues"]}
     assert queues == {"root.etl", "root.adhoc", "root.default", "root.deadline"}
     # finished 500 s, 600 s or 700 s after submission with a 600 s deadline; the killed one missed
