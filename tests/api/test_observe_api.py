@@ -59,6 +59,12 @@ async def test_queue_series_holds_the_samples_thinned(client: httpx.AsyncClient)
     assert 10 <= len(body["t"]) <= 20  # 61 samples, every 4th
     assert len(body["capacity"]) == len(body["t"]) and body["decision_t"]
     assert len(body["debt"]) > 0  # the LTRF ticks integrated the ledger
+    # weight and target are read out of the decision JSON by the database: the newest equal the
+    # numbers /overview parses from the same record
+    now = {q["path"]: q for q in (await client.get("/overview")).json()["queues"]}["root.etl"]
+    assert body["weight"][-1] == pytest.approx(now["weight"])
+    assert body["desired"][-1] == pytest.approx(now["desired"])
+    assert all(w is not None for w in body["weight"])
     r = await client.get("/queues/series", params={**params, "path": "root.nope"})
     assert r.status_code == 404 and r.json()["detail"].startswith("path:")
     r = await client.get("/queues/series", params={**params, "since": params["until"]})
