@@ -163,7 +163,8 @@ async def test_metrics_expose_poller_and_queue_gauges(
 
 async def test_dashboard_page_reads_the_json_api(api: tuple[httpx.AsyncClient, FastAPI]) -> None:
     client, _ = api
-    r = await client.get("/dashboard")
+    r = await client.get("/dashboard", follow_redirects=True)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    for path in ('getJson("ready")', 'getJson("queues")', "apps?limit=15"):
-        assert path in r.text
+    script = (await client.get("/ui/static/app.js")).text
+    for path in ('api("/overview")', '"/queues/series?"', '"/jobs?"', '"/decisions?"'):
+        assert path in script
