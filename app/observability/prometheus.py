@@ -83,6 +83,10 @@ class SidecarCollector(Collector):
         self._leader = leader
         self._clock = clock
 
+    def describe(self) -> Iterable[Metric]:
+        """Nothing up front: registering must not query a database that may not be migrated."""
+        return []
+
     def collect(self) -> Iterable[Metric]:
         with self._sessions() as session:
             snap = observe_repo.snapshot(session, self._cluster)

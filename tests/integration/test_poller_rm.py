@@ -76,17 +76,17 @@ async def test_poller_records_real_apps_from_submission_to_finish(
         # History, not state: one sample per queue per good poll.
         assert s.scalar(select(func.count()).select_from(QueueSample)) == polls * queues
 
-    # The what-if replays this recorded history (what the real RM ran) under another policy.
+    # The what-if replays this recorded history (what the real RM ran, including the apps of
+    # earlier tests on the same RM) under another policy.
     spec = whatif.WhatIfSpec(policy="ltrf")
     with db.sessions() as s:
         history = whatif.load_history(s, "it", spec)
-    assert {j.job_id for j in history.jobs} == set(ids) and history.capacity > 0
+    replayed = {j.job_id for j in history.jobs}
+    assert set(ids) <= replayed and history.capacity > 0
     outcome = whatif.run(history, spec)
-    assert set(outcome.actual["mean_slowdown"]) == {"root.etl", "root.adhoc"}
-    assert outcome.replay["jobs"] == 2 and set(outcome.replay["mean_slowdown"]) == {
-        "root.etl",
-        "root.adhoc",
-    }
+    assert {"root.etl", "root.adhoc"} <= set(outcome.actual["mean_slowdown"])
+    assert outcome.replay["jobs"] == len(replayed)
+    assert {"root.etl", "root.adhoc"} <= set(outcome.replay["mean_slowdown"])
 
 
 async def test_poller_survives_an_unreachable_rm_and_recovers(rm_url: str, db: Db) -> None:
