@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from app.observability.whatif_cli import extend as extend_simulate
 from app.operator_cli import configure as configure_operator
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
@@ -267,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     preview.set_defaults(func=cmd_policy_preview)
 
     configure_sim(sub)
+    extend_simulate(sub.choices["simulate"], lambda: load_settings())
     configure_operator(sub)
     configure_tokens(sub)
     return parser

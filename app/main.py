@@ -17,7 +17,18 @@ from fastapi import Depends, FastAPI
 import app as app_pkg
 from app.api.auth import metrics_access, require
 from app.api.hardening import install_hardening
-from app.api.routes import apps, dashboard, decisions, health, ledger, metrics, policy, queues
+from app.api.routes import (
+    apps,
+    dashboard,
+    decisions,
+    health,
+    ledger,
+    metrics,
+    observe,
+    policy,
+    queues,
+    whatif,
+)
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
 from app.api.routes import templates as templates_routes
@@ -27,6 +38,8 @@ from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_
 from app.job_templates import load_templates
 from app.logs import install_redaction
 from app.redact import redact_url
+from app.observability.prometheus import RMRequestMetrics, SidecarCollector
+from app.observability.whatif_runs import WhatIfRuns
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -76,6 +89,7 @@ def create_app(
                 templates=templates,
             )
             public_urls = tuple(redact_url(u) for u in settings.rm_urls)
+            rm_metrics = RMRequestMetrics(state.metrics)
             client = RMClient(
                 settings.rm_urls,
                 user=settings.rm_user,
@@ -83,6 +97,7 @@ def create_app(
                 retries=settings.rm_retries,
                 transport=rm_transport,
                 **rm_client_options(settings),
+                observer=rm_metrics.observe,
             )
             await stack.enter_async_context(client)
             state.poller = Poller(
@@ -103,6 +118,19 @@ def create_app(
             state.admission = build_admission_service(
                 settings, client, state.sessions, eager=run_loops
             )
+            controller = state.controller
+
+            def policy_info() -> tuple[str, str]:
+                cfg = controller.current(controller.clock()).cfg
+                return cfg.policy, cfg.mode
+
+            state.metrics.register(
+                SidecarCollector(
+                    state.sessions, settings.cluster_name, policy_info=policy_info
+                )
+            )
+            state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
+            stack.callback(state.whatif.close)
             api.state.sidecar = state
             if run_loops:
                 runtime = Runtime([state.poller, state.controller, state.admission])
@@ -125,6 +153,9 @@ def create_app(
     api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
     for router in (health.router, dashboard.router, policy.router, jobs_routes.router):
         api.include_router(router)
+    for router in (observe.router, whatif.router):
+        api.include_router(router, dependencies=viewer)
+    api.mount("/ui/static", dashboard.static_files(), name="ui-static")
     install_hardening(api, settings)
     return api
 

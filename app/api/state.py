@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.job_templates import Template
+from app.observability.whatif_runs import WhatIfRuns
 from app.services.admission import AdmissionService
 from app.services.controller import Controller
 from app.services.poller import Poller
@@ -25,3 +27,8 @@ class SidecarState:
     controller: Controller | None = None
     admission: AdmissionService | None = None
     templates: dict[str, Template] = field(default_factory=dict)
+    whatif: WhatIfRuns | None = None
+    # the registry /metrics exposes: one per app, so tests can run several apps in one process
+    metrics: CollectorRegistry = field(
+        default_factory=lambda: CollectorRegistry(auto_describe=True)
+    )

@@ -27,7 +27,9 @@ import enum
 import gc
 import json
 import math
+import re
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,14 +86,20 @@ class _Retry(enum.Enum):
 class _Temporary(Exception):
     """One RM failed temporarily; ``sent`` says whether the RM may have processed the request."""
 
-    def __init__(self, reason: str, *, sent: bool, hint: str | None = None) -> None:
+    def __init__(
+        self, reason: str, *, sent: bool, hint: str | None = None, kind: str = "server"
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.sent = sent
         self.hint = hint
+        self.kind = kind
 
 
 StandbyProbe = Callable[[httpx.Response], bool]
+# (method, endpoint template, seconds, error kind or None): told after every exchange with an RM,
+# so latency and errors are measured at this edge and nowhere else.
+RequestObserver = Callable[[str, str, float, str | None], None]
 
 
 def _never_standby(_: httpx.Response) -> bool:
@@ -117,6 +125,7 @@ class RMClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         auth: httpx.Auth | None = None,
         verify: ssl.SSLContext | bool = True,
+        observer: RequestObserver | None = None,
     ) -> None:
         if not urls:
             raise ValueError("RMClient needs at least one ResourceManager URL")
@@ -128,6 +137,7 @@ class RMClient:
         self._retries = retries
         self._backoff_s = backoff_s
         self._sleep = sleep
+        self._observer = observer
         self._active = 0
         # trust_env=False: the RM is an intra-cluster peer; an inherited HTTP_PROXY would only
         # reroute or break these calls. The connect timeout is capped so that a dead RM host
@@ -442,6 +452,27 @@ class RMClient:
         return None
 
     async def _send_once(self, index: int, request: _Send) -> httpx.Response:
+        """One HTTP exchange with one RM, timed and told to the observer when there is one."""
+        if self._observer is None:
+            return await self._exchange(index, request)
+        started = time.perf_counter()
+        error: str | None = None
+        try:
+            return await self._exchange(index, request)
+        except _Temporary as exc:
+            error = exc.kind
+            raise
+        except RMNotFound:
+            error = "not_found"
+            raise
+        except RMRejected:
+            error = "rejected"
+            raise
+        finally:
+            seconds = time.perf_counter() - started
+            self._observer(request.method, endpoint_template(request.path), seconds, error)
+
+    async def _exchange(self, index: int, request: _Send) -> httpx.Response:
         """One HTTP exchange with one RM, classified: 2xx returned, 4xx raised, rest temporary."""
         base = self._urls[index]
         shown = redact_url(base)  # error messages end up in logs, /ready and the audit trail
@@ -455,13 +486,17 @@ class RMClient:
                 headers={"Content-Type": request.content_type} if request.content_type else None,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise _Temporary(f"{shown}: {_describe(exc)}", sent=False) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=False, kind="connect") from exc
         except httpx.TransportError as exc:
-            raise _Temporary(f"{shown}: {_describe(exc)}", sent=True) from exc
+            raise _Temporary(f"{shown}: {_describe(exc)}", sent=True, kind="transport") from exc
         if _is_standby(resp) or request.standby(resp):
-            raise _Temporary(f"{shown}: standby RM", sent=False, hint=resp.headers.get("Location"))
+            raise _Temporary(
+                f"{shown}: standby RM", sent=False, hint=resp.headers.get("Location"), kind="standby"
+            )
         if resp.status_code >= 500:
-            raise _Temporary(f"{shown}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True)
+            raise _Temporary(
+                f"{shown}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True, kind="server"
+            )
         if resp.status_code >= 400:
             raise _rejection(resp)
         return resp
@@ -497,6 +532,13 @@ class _Send:
 
 
 # --- helpers (pure) ---------------------------------------------------------------------------
+
+_APP_ID = re.compile(r"application_\d+_\d+")
+
+
+def endpoint_template(path: str) -> str:
+    """``/apps/application_1_0001/state`` -> ``/apps/{app_id}/state``: a bounded metric label."""
+    return _APP_ID.sub("{app_id}", path.split("?", 1)[0])
 
 
 def _base_url(url: str) -> str:

@@ -9,6 +9,7 @@ import time
 from sqlalchemy import func, select
 
 from app.db.models import Application, Cluster, PollRecord, Queue, QueueSample
+from app.observability import whatif
 from app.services.poller import Poller
 from app.yarn import workload
 from app.yarn.client import RMClient
@@ -74,6 +75,18 @@ async def test_poller_records_real_apps_from_submission_to_finish(
         queues = s.scalar(select(func.count()).select_from(Queue))
         # History, not state: one sample per queue per good poll.
         assert s.scalar(select(func.count()).select_from(QueueSample)) == polls * queues
+
+    # The what-if replays this recorded history (what the real RM ran, including the apps of
+    # earlier tests on the same RM) under another policy.
+    spec = whatif.WhatIfSpec(policy="ltrf")
+    with db.sessions() as s:
+        history = whatif.load_history(s, "it", spec)
+    replayed = {j.job_id for j in history.jobs}
+    assert set(ids) <= replayed and history.capacity > 0
+    outcome = whatif.run(history, spec)
+    assert {"root.etl", "root.adhoc"} <= set(outcome.actual["mean_slowdown"])
+    assert outcome.replay["jobs"] == len(replayed)
+    assert {"root.etl", "root.adhoc"} <= set(outcome.replay["mean_slowdown"])
 
 
 async def test_poller_survives_an_unreachable_rm_and_recovers(rm_url: str, db: Db) -> None:
