@@ -71,7 +71,16 @@ def infer_format(path: Path) -> str:
 
 
 def resolve_capacity(text: str, jobs: Sequence[SimJob]) -> int:
-    """``"450"`` vcores, or ``"25%"`` of the trace's peak parallelism (thesis Table 5.1)."""
+    """``"450"`` vcores, ``"25%"`` of the trace's peak parallelism (thesis Table 5.1), or
+    ``"2x-mean"``: a multiple of the trace's mean demand (``trace.mean_demand``)."""
+    if text.endswith("x-mean"):
+        try:
+            mult = float(text[: -len("x-mean")])
+        except ValueError:
+            raise ValueError(f"capacity {text!r}: expected a number before 'x-mean'") from None
+        if not mult > 0 or not math.isfinite(mult):
+            raise ValueError(f"capacity {text!r} must be a positive multiple of the mean")
+        return max(1, math.ceil(trace.mean_demand(jobs) * mult))
     if text.endswith("%"):
         frac = float(text[:-1]) / 100
         if not frac > 0:
