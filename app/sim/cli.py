@@ -69,7 +69,8 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trace",
         action="append",
-        help="trace file (repeat for several SWIM files, one queue each) or 'synthetic'",
+        help="trace file (repeat for several SWIM files, one queue each), 'synthetic' or "
+        "'recurring' (seeded recurring-job mix)",
     )
     p.add_argument("--format", choices=trace.FORMATS, help="trace format (default: from the name)")
     p.add_argument(

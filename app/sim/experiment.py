@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.sim import deadlines, registry, trace
+from app.sim import deadlines, recurring, registry, trace
 from app.sim.allocators import BaselineFS
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
@@ -37,6 +37,8 @@ def load_workload(spec: WorkloadSpec, rows: trace.RowProgress | None = None) -> 
     """Jobs of ``spec``, the first ``limit_jobs`` by submission time when limited."""
     if spec.traces == ("synthetic",):
         jobs = trace.synthetic(trace.SyntheticSpec(jobs=spec.synthetic_jobs), spec.seed)
+    elif spec.traces == ("recurring",):
+        jobs = recurring.recurring(recurring.RecurringSpec(jobs=spec.synthetic_jobs), spec.seed)
     else:
         jobs = []
         for raw in spec.traces:
