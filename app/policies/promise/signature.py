@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 GLOBAL = "*"
 _DATE = re.compile(r"\d{4}[-_/]?\d{2}[-_/]?\d{2}([T _-]?\d{2}[:_-]?\d{2}([:_-]?\d{2})?)?")
-_HEX = re.compile(r"\b[0-9a-f]{8,}\b")
+_HEX = re.compile(r"(?<![0-9a-z])[0-9a-f]{8,}(?![0-9a-z])")
 _DIGITS = re.compile(r"\d+")
 
 
