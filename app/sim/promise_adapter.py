@@ -7,11 +7,12 @@ completed runs (succeeded or missed) are learned by the estimator with ``work`` 
 
 Traces carry no application names, so a simulated job's signature is its queue, user and the
 power-of-two class of its task count (``signature.size_class``); its fallback keys are the user
-and the queue, then the global key.
+and the queue, then the global key. Arrivals feed ``core.LoadMeter`` with their estimated work.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, Outcome, params_from
 from app.policies.promise.signature import Keys, size_class
 from app.sim.jobs import JobRun, SimJob
-from app.sim.justice_adapter import _Admission
+from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
 
 
 def sim_keys(job: SimJob) -> Keys:
@@ -41,10 +42,18 @@ class PromiseAllocator(_Admission):
         self.estimator = Estimator(params_from(values))
         self._keys: dict[str, Keys] = {}
         self.decisions["keep"] = 0
+        self.meter = core.LoadMeter()
+        self._wake = math.inf
 
     def submit(self, run: JobRun) -> None:
         """Remember the job's keys, then queue it as the Justice adapter does."""
-        self._keys[run.job.job_id] = sim_keys(run.job)
+        job = run.job
+        keys = sim_keys(job)
+        self._keys[job.job_id] = keys
+        assert self.ctx is not None
+        if job.deadline_s is not None:
+            est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
+            self.meter.arrive(self.ctx.now, est.point)
         super().submit(run)
 
     def _killable(self, run: JobRun) -> bool:
@@ -88,9 +97,30 @@ class PromiseAllocator(_Admission):
         ]
         out: list[justice.Decision] = []
         cap = self.ctx.cluster.capacity
-        for d in core.admit(waiting, running, free, cap, now, self.estimator, self.params):
+        load = self.meter.load(now)
+        wake = math.inf
+        for d in core.admit(waiting, running, free, cap, now, self.estimator, self.params, load):
+            if d.action == "queue" and d.latest_start_s is not None:
+                wake = min(wake, d.latest_start_s)
             if d.action == "keep":
                 self.decisions["keep"] += 1
                 continue
             out.append(justice.Decision(d.action, d.job_id, d.cpus, d.reason))
+        self._wake_at(wake)
         return out
+
+    def _wake_at(self, at: float) -> None:
+        """Run admission again when a queued job's latest start passes: no arrival or
+        completion may come before then, and the job must be dropped, not left waiting."""
+        assert self.ctx is not None
+        if not math.isfinite(at) or at >= self._wake:
+            return
+        self._wake = at
+        when = max(at, self.ctx.now) + 1e-6
+
+        def wake() -> None:
+            if self._wake == at:
+                self._wake = math.inf
+            self._request()
+
+        self.ctx.engine.schedule(when, wake, PRIORITY_ADMISSION)

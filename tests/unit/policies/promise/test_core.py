@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from app.policies.base import PolicyError
@@ -33,15 +35,40 @@ def test_waves_aligned_and_min_grant_by_hand() -> None:
     assert core.min_grant(1, 1, 10.0, 10.0) == 1
 
 
-def test_admits_the_smallest_wave_aligned_grant_then_tops_it_up_with_idle_capacity() -> None:
+def test_admits_the_smallest_wave_aligned_grant() -> None:
     est = _taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     (d,) = core.admit([job], [], free=10, capacity=10, now_s=0.0, estimator=est, params=P)
-    # 2 waves of 50 s meet the 100 s deadline with 2 containers; 8 idle vcores raise it to 4
-    # (1 wave), so it ends at 50 s instead of holding 2 vcores for the whole window.
-    assert (d.action, d.cpus, d.start_s, d.finish_s) == ("admit", 4, 0.0, 50.0)
-    (d,) = core.admit([job], [], free=3, capacity=10, now_s=0.0, estimator=est, params=P)
-    assert (d.action, d.cpus, d.finish_s) == ("admit", 2, 100.0)  # 3 free: 3 would still be 2 waves
+    # 2 waves of 50 s meet the 100 s deadline with 2 containers; 8 stay free for arrivals
+    assert (d.action, d.cpus, d.start_s, d.finish_s) == ("admit", 2, 0.0, 100.0)
+    (d,) = core.admit([job], [], free=10, capacity=10, now_s=30.0, estimator=est, params=P)
+    assert (d.action, d.cpus, d.finish_s) == ("admit", 4, 80.0)  # 70 s left: one wave of 4
+    (d,) = core.admit([job], [], free=1, capacity=10, now_s=0.0, estimator=est, params=P)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(50.0)
+
+
+def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
+    est = _taught(0.5)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # Arrivals need 9 vcores on average; after a grant of 2, 8 are free: 1 vcore short, so the
+    # job takes 1/9 of the arrivals' demand for 100 s. At 0.05 jobs/s that is 0.56 jobs: admit.
+    calm = core.Load(jobs_per_s=0.05, vcores=9.0)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, calm)
+    assert d.action == "admit"
+    # At 0.1 jobs/s it is 1.1 jobs: one met deadline is not worth more than one lost.
+    busy = core.Load(jobs_per_s=0.1, vcores=9.0)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+
+
+def test_load_meter_decays_with_its_time_constant() -> None:
+    meter = core.LoadMeter(tau_s=100.0)
+    meter.arrive(0.0, 500.0)
+    meter.arrive(0.0, 500.0)
+    now = meter.load(0.0)
+    assert now.jobs_per_s == pytest.approx(0.02) and now.vcores == pytest.approx(10.0)
+    later = meter.load(100.0)
+    assert later.jobs_per_s == pytest.approx(0.02 / math.e)
 
 
 def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earliest_finish() -> (
