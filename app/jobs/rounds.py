@@ -39,6 +39,7 @@ from app.jobs import tags as t
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
 from app.policies import justice
 from app.policies.justice import EstimatorState, JobOutcome, JusticeParams
+from app.policies.promise import core as promise_core
 from app.services.poller import FINISHED_GRACE_MS
 from app.settings import Settings
 
@@ -54,6 +55,9 @@ class AdmissionConfig:
     # The poller re-reads a finished app for this long (its vcoreSeconds still grow while the AM
     # container exits); learning waits for it. Injectable so a real-RM test need not wait 2 min.
     finished_grace_ms: int = FINISHED_GRACE_MS
+    # Promise's validated parameters when it is the admission policy (Justice still learns)
+    promise: Mapping[str, Any] | None = None
+    deadline_queue: str = "root.deadline"
 
 
 @dataclass(slots=True)
@@ -89,8 +93,18 @@ class LearnResult:
 
 def config_from_settings(settings: Settings) -> AdmissionConfig:
     """The policy (validated by its ``PolicySpec``) and capacity source from the settings."""
+    promise = None
+    if settings.admission_policy == "promise":
+        promise = promise_core.make_params(
+            {
+                "quantile": settings.promise_quantile,
+                "min_samples": settings.promise_min_samples,
+                "window": settings.promise_window,
+                "am_containers": settings.promise_am_containers,
+            }
+        )
     params = justice.make_params(
-        settings.admission_policy,
+        "justice" if promise is not None else settings.admission_policy,
         {
             "smoothing": settings.admission_smoothing,
             "alpha": settings.admission_alpha,
@@ -98,7 +112,12 @@ def config_from_settings(settings: Settings) -> AdmissionConfig:
         },
     )
     return AdmissionConfig(
-        params, settings.deadline_capacity_vcores, settings.cluster_name, settings.mode.value
+        params,
+        settings.deadline_capacity_vcores,
+        settings.cluster_name,
+        settings.mode.value,
+        promise=promise,
+        deadline_queue=settings.deadline_queue,
     )
 
 
@@ -134,6 +153,12 @@ def admission_round(
     requester: str | None = None,
 ) -> RoundResult:
     """Run Algorithm 6 over every queued and running job and apply the decisions."""
+    if cfg.promise is not None:
+        from app.jobs.promise_round import promise_round  # it builds on this module
+
+        return promise_round(
+            session, cfg, dict(cfg.promise), cfg.deadline_queue, now_ms, trigger, requester
+        )
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))

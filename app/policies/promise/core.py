@@ -301,8 +301,8 @@ def admit(
                         j,
                         est,
                         lst,
-                        "no feasible start under the current plan; "
-                        "waits for jobs to end earlier than their bounds",
+                        "running jobs to end before their bounds (no start after those "
+                        "meets its deadline)",
                     )
                 )
                 continue
