@@ -267,7 +267,10 @@ def admit(
         g = min_grant(j.tasks, limit, task_u, j.deadline_at - now_s)
         fits = g is not None and g + am <= avail
         if fits and g is not None:
-            lost = _crowded_out(load, capacity, avail, g + am, waves(j.tasks, g) * task_u)
+            # expected hold (central estimate): the bound is for the job's own deadline, while
+            # the arrivals it displaces are an expectation too
+            hold_s = waves(j.tasks, g) * est.point / j.tasks
+            lost = _crowded_out(load, capacity, avail, g + am, hold_s)
             if lost >= 1.0:
                 queued.append(
                     _queued(
