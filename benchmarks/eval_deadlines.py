@@ -8,7 +8,8 @@ and whether the goal (SDR within 0.01 of the best, WTR <= 0.02) holds. Also prin
 work-prediction error (share of predictions off by 2x or more, 3Sigma's measure).
 
 Run: ``nice .venv/bin/python benchmarks/eval_deadlines.py --traces ../shared/traces
-[--limit-jobs 2000] [--out reports/eval.json]``. Workloads: ``google`` (first 19 h, one queue per
+[--limit-jobs 2000] [--out reports/eval.json]``; ``--markdown FILE...`` prints saved results
+as the table of ``docs/evaluation.md``. Workloads: ``google`` (first 19 h, one queue per
 user), ``swim-queues`` (both SWIM 2009 files, one queue each), ``swim-concat`` (both files as one
 queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities ``1x-mean`` and
 ``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
@@ -66,9 +67,40 @@ def run_cell(
     return out
 
 
+def markdown(cells: list[dict[str, Any]]) -> str:
+    """The grid as a Markdown table: SDR of every policy, then PTR, WTR, Jain's fairness and
+    utilization of each policy as ``promise / best other`` pairs are too wide, so those columns
+    are Promise's, with the largest WTR among the others beside it."""
+    head = (
+        "| workload | cap | deadlines | model | "
+        + " | ".join(f"SDR {n}" for n in POLICIES)
+        + " | P. PTR | P. WTR | max other WTR | P. Jain | P. util | P. off 2x | goal |"
+    )
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for c in cells:
+        r = c["results"]
+        p = r["promise"]
+        other_wtr = max(r[n]["wtr"] for n in POLICIES if n != "promise")
+        off = p.get("off_by_2x")
+        lines.append(
+            f"| {c['workload']} | {c['capacity']} ({c['vcores']}) | {c['deadlines']} | "
+            f"{c['model']} | "
+            + " | ".join(f"{r[n]['sdr']:.3f}" for n in POLICIES)
+            + f" | {p['ptr']:.3f} | {p['wtr']:.3f} | {other_wtr:.3f} | "
+            + f"{_num(p['fairness'])} | {p['utilization']:.3f} | {_num(off)} | "
+            + ("ok" if c["goal"] else f"no ({c['margin']:+.3f})")
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def _num(v: Any) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--traces", type=Path, required=True)
+    p.add_argument("--traces", type=Path, default=Path("../shared/traces"))
     p.add_argument("--limit-jobs", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", action="append", help="default: 1x-mean and 2x-mean")
@@ -76,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deadline", action="append", help="default: all seven types")
     p.add_argument("--model", action="append", help="default: fluid and tasks")
     p.add_argument("--out", type=Path)
+    p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
     a = p.parse_args(argv)
+    if a.markdown:
+        cells = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
+        print(markdown(cells))
+        return 0
     loads = workloads(a.traces, a.limit_jobs, a.seed)
     cells: list[dict[str, Any]] = []
     print(

@@ -101,6 +101,7 @@ def config_from_settings(settings: Settings) -> AdmissionConfig:
                 "min_samples": settings.promise_min_samples,
                 "window": settings.promise_window,
                 "am_containers": settings.promise_am_containers,
+                "crowd_out": settings.promise_crowd_out,
             }
         )
     params = justice.make_params(

@@ -107,6 +107,7 @@ class PromiseParams:
 
     am_containers: int = 0
     learn_cpus: int = 1
+    crowd_out: bool = True
 
 
 class Decision(NamedTuple):
@@ -193,6 +194,8 @@ def admit(
     """
     if capacity < 1:
         raise PolicyError("capacity", f"must be >= 1, got {capacity}")
+    if not params.crowd_out:
+        load = None
     if free < 0:
         raise PolicyError("free", f"must be >= 0, got {free}")
     am = params.am_containers
@@ -445,6 +448,13 @@ PARAMS: tuple[ParamSpec, ...] = (
         "am_containers", int, 0, "containers booked per job for its ApplicationMaster", minimum=0
     ),
     ParamSpec(
+        "crowd_out",
+        bool,
+        True,
+        "hold back a job while it would crowd out one or more expected arrivals (maximises met "
+        "deadlines by count; false favours large jobs' processed work)",
+    ),
+    ParamSpec(
         "learn_cpus",
         int,
         1,
@@ -473,4 +483,6 @@ def make_params(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 def promise_params(values: Mapping[str, Any]) -> PromiseParams:
     """The planner's part of the validated parameters."""
-    return PromiseParams(int(values["am_containers"]), int(values["learn_cpus"]))
+    return PromiseParams(
+        int(values["am_containers"]), int(values["learn_cpus"]), bool(values["crowd_out"])
+    )
