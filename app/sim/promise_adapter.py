@@ -5,9 +5,10 @@ running admitted jobs and the free vcores to ``promise.core.admit`` and applies 
 completed runs (succeeded or missed) are learned by the estimator with ``work`` as the RM's
 ``vcoreSeconds``. Killed runs teach nothing (their work is censored).
 
-Traces carry no application names, so a simulated job's signature is its queue, user and the
-power-of-two class of its task count (``signature.size_class``); its fallback keys are the user
-and the queue, then the global key. Arrivals feed ``core.LoadMeter`` with their estimated work.
+A simulated job's signature is its normalised name with user and queue where the workload has
+names (``recurring``); the traces carry none, so there it is the queue, user and the power-of-two
+class of the task count (``signature.size_class``). Fallback keys: the user, the queue, global.
+Arrivals feed ``core.LoadMeter`` with their estimated work.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from app.policies import justice
 from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, Outcome, params_from
-from app.policies.promise.signature import Keys, size_class
+from app.policies.promise.signature import Keys, normalise_name, size_class
 from app.sim.jobs import JobRun, SimJob
 from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
 
@@ -27,6 +28,8 @@ from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
 def sim_keys(job: SimJob) -> Keys:
     """The simulator's signature rule (module docstring)."""
     user = f"u:{job.user}|q:{job.queue}"
+    if job.name:
+        return Keys(f"n:{normalise_name(job.name)}|{user}", user, f"q:{job.queue}")
     return Keys(f"{user}|c:{size_class(job.tasks)}", user, f"q:{job.queue}")
 
 
