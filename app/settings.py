@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
     # Further queues POST /jobs may name (the deadline queue is always allowed).
     job_queues: Annotated[tuple[str, ...], NoDecode] = ()
-    admission_policy: Literal["justice", "pythia"] = "justice"
+    admission_policy: Literal["justice", "pythia", "promise"] = "justice"
     admission_smoothing: Literal["mean", "ewma"] = "mean"
     admission_alpha: float = Field(0.5, gt=0, le=1)
     drop_threshold: int = Field(1000, ge=0)
@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     # YARN lifetime ends at deadline + factor * deadline_s. Larger jobs end at the deadline.
     job_overrun_factor: float = Field(1.0, ge=0, le=100)
     admission_interval_s: float = Field(5.0, ge=0.2, le=3600)
+    # Promise admission (app/policies/promise): per-signature history, wave-aware grants
+    promise_quantile: float = Field(0.95, ge=0.5, le=1.0)
+    promise_min_samples: int = Field(3, ge=1, le=10_000)
+    promise_window: int = Field(64, ge=1, le=100_000)
+    promise_am_containers: int = Field(1, ge=0, le=100)
+    promise_crowd_out: bool = True
     # cluster.json of a distributed-shell harness (hadoop-docker/minicluster/run): enables the
     # built-in `sleep` job template (AM classpath, JVM options, staging directory).
     dshell_harness: Path | None = None

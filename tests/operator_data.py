@@ -24,7 +24,7 @@ from app.db.models import PollRecord
 from app.db.session import transaction
 from app.domain.model import NodeState, Resources
 from app.jobs import tags as t
-from app.policies.justice import EstimatorState
+from app.policies.justice.core import EstimatorState
 from tests.factories import app, queue
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rm"

@@ -202,10 +202,22 @@ class JobOut(BaseModel):
 
 class JobAccepted(JobOut):
     decision: JobDecisionOut | None = Field(description="The decision the submission produced.")
+    eta: dict[str, Any] | None = Field(
+        None,
+        description="Promise policy only: predicted start_s and finish_s (bound) and "
+        "finish_point_s (central), what a queued job waits_for, its latest_start_s, and for a "
+        "drop the earliest_finish_s it could have had (epoch seconds).",
+    )
 
 
 class JobDetail(JobOut):
     decisions: list[JobDecisionOut]
+    eta: dict[str, Any] | None = Field(
+        None,
+        description="Promise policy only: predicted start_s and finish_s (bound) and "
+        "finish_point_s (central), what a queued job waits_for, its latest_start_s, and for a "
+        "drop the earliest_finish_s it could have had (epoch seconds).",
+    )
 
 
 class JobPage(BaseModel):
@@ -233,6 +245,19 @@ class EstimatorOut(BaseModel):
     capacity_vcores: int | None
     version: int
     updated_at: dt.datetime | None
+    signatures: dict[str, dict[str, Any]] | None = Field(
+        None,
+        description="Promise policy only: per signature (and fallback key) the runs, samples, "
+        "work quantiles and prediction error so far.",
+    )
+    prediction_error: dict[str, Any] | None = Field(
+        None, description="Promise policy only: errors over all signatures."
+    )
+    admitted_floor_vcores: int | None = Field(
+        None,
+        description="Promise policy only: vcores the deadline queue must keep (admitted grants "
+        "plus their ApplicationMaster containers).",
+    )
 
 
 class ObservationOut(BaseModel):

@@ -39,6 +39,7 @@ from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
 from app.policies.justice import core as justice
 from app.policies.justice.core import EstimatorState, JobOutcome, JusticeParams
+from app.policies.promise import core as promise_core
 from app.settings import Settings
 
 
@@ -53,6 +54,9 @@ class AdmissionConfig:
     # The poller re-reads a finished app for this long (its vcoreSeconds still grow while the AM
     # container exits); learning waits for it. Injectable so a real-RM test need not wait 2 min.
     finished_grace_ms: int = FINISHED_GRACE_MS
+    # Promise's validated parameters when it is the admission policy (Justice still learns)
+    promise: Mapping[str, Any] | None = None
+    deadline_queue: str = "root.deadline"
 
 
 @dataclass(slots=True)
@@ -90,8 +94,19 @@ class LearnResult:
 
 def config_from_settings(settings: Settings) -> AdmissionConfig:
     """The policy (validated by its ``PolicySpec``) and capacity source from the settings."""
+    promise = None
+    if settings.admission_policy == "promise":
+        promise = promise_core.make_params(
+            {
+                "quantile": settings.promise_quantile,
+                "min_samples": settings.promise_min_samples,
+                "window": settings.promise_window,
+                "am_containers": settings.promise_am_containers,
+                "crowd_out": settings.promise_crowd_out,
+            }
+        )
     params = justice.make_params(
-        settings.admission_policy,
+        "justice" if promise is not None else settings.admission_policy,
         {
             "smoothing": settings.admission_smoothing,
             "alpha": settings.admission_alpha,
@@ -99,7 +114,12 @@ def config_from_settings(settings: Settings) -> AdmissionConfig:
         },
     )
     return AdmissionConfig(
-        params, settings.deadline_capacity_vcores, settings.cluster_name, settings.mode.value
+        params,
+        settings.deadline_capacity_vcores,
+        settings.cluster_name,
+        settings.mode.value,
+        promise=promise,
+        deadline_queue=settings.deadline_queue,
     )
 
 
@@ -140,6 +160,19 @@ def admission_round(
     ``requester`` (or several ``requesters``, when concurrent submissions share one round): jobs
     whose decision is recorded even when it is "queue"."""
     wanted = set(requesters) | ({requester} if requester is not None else set())
+    if cfg.promise is not None:
+        from app.jobs.promise_round import promise_round  # it builds on this module
+
+        return promise_round(
+            session,
+            cfg,
+            dict(cfg.promise),
+            cfg.deadline_queue,
+            now_ms,
+            trigger,
+            wanted=wanted,
+            requester=requester,
+        )
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))

@@ -8,7 +8,9 @@ The Oracle, PYTHIA and Justice are not implemented here: they are adapters over
 ``app.policies.justice`` (``app/sim/justice_adapter.py``), so the simulator runs the sidecar's
 own policy code. Running fair share over time (re-sharing on every arrival and completion) is
 the cluster's job (``app/sim/cluster.py``); the kill of Reactive FS is a timer at the deadline,
-which is when ``justice.reactive_kills`` would first select the job.
+which is when ``justice.reactive_kills`` would first select the job. The timer is cancelled when
+its job ends first: a stale timer would keep the event loop alive to the latest deadline and
+stretch the makespan (and shrink utilization) past the last job's end.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from app.sim.engine import PRIORITY_CONTROL
+from app.sim.engine import PRIORITY_CONTROL, Event
 from app.sim.jobs import JobRun, Status
 from app.sim.runner import Allocator, SimContext
 
@@ -51,6 +53,10 @@ class ReactiveFS(BaselineFS):
 
     name = "reactive-fs"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._timers: dict[int, Event] = {}
+
     def submit(self, run: JobRun) -> None:
         """Start under fair share and arm a kill at the deadline."""
         super().submit(run)
@@ -59,7 +65,15 @@ class ReactiveFS(BaselineFS):
         if math.isfinite(run.deadline_at):
             # Completion events run before control events at the same instant, so a job that
             # finishes exactly at its deadline counts as a success.
-            ctx.engine.schedule(run.deadline_at, _killer(ctx, run), PRIORITY_CONTROL)
+            self._timers[id(run)] = ctx.engine.schedule(
+                run.deadline_at, _killer(ctx, run), PRIORITY_CONTROL
+            )
+
+    def ended(self, run: JobRun) -> None:
+        """Cancel the job's kill timer: nothing is left to kill."""
+        timer = self._timers.pop(id(run), None)
+        if timer is not None:
+            timer.cancel()
 
 
 def _killer(ctx: SimContext, run: JobRun) -> Callable[[], None]:

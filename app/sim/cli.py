@@ -70,10 +70,15 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trace",
         action="append",
-        help="trace file (repeat for several SWIM files, one queue each) or 'synthetic'",
+        help="trace file (repeat for several SWIM files, one queue each), 'synthetic' or "
+        "'recurring' (seeded recurring-job mix)",
     )
     p.add_argument("--format", choices=trace.FORMATS, help="trace format (default: from the name)")
-    p.add_argument("--capacity", help="vcores, or a percentage of the trace's peak, e.g. 25%%")
+    p.add_argument(
+        "--capacity",
+        help="vcores, a percentage of the trace's peak (25%%), or a multiple of its mean "
+        "demand (2x-mean)",
+    )
     p.add_argument("--memory-mb", type=int, help="cluster memory (default: vcores x container)")
     p.add_argument("--container-mb", type=int, default=1024, help="memory per container")
     p.add_argument(
@@ -341,6 +346,14 @@ def _print_table(summaries: Sequence[Mapping[str, Any]], stream: TextIO) -> None
             stream.write(
                 "  mean slowdown: " + ", ".join(f"{q}={v:.3f}" for q, v in slow.items()) + "\n"
             )
+        for key, label in (("mean_sharing_degree", "mean"), ("min_sharing_degree", "min")):
+            degrees = s.get(key)
+            if isinstance(degrees, dict) and degrees:
+                stream.write(
+                    f"  {label} sharing degree: "
+                    + ", ".join(f"{q}={_fmt(v)}" for q, v in degrees.items())
+                    + "\n"
+                )
 
 
 def _fmt(v: Any) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.sim import deadlines, registry, trace
+from app.sim import deadlines, recurring, registry, trace
 from app.sim.allocators import BaselineFS
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
@@ -38,6 +38,8 @@ def load_workload(spec: WorkloadSpec, rows: trace.RowProgress | None = None) -> 
     """Jobs of ``spec``, the first ``limit_jobs`` by submission time when limited."""
     if spec.traces == ("synthetic",):
         jobs = trace.synthetic(trace.SyntheticSpec(jobs=spec.synthetic_jobs), spec.seed)
+    elif spec.traces == ("recurring",):
+        jobs = recurring.recurring(recurring.RecurringSpec(jobs=spec.synthetic_jobs), spec.seed)
     else:
         jobs = []
         for raw in spec.traces:
@@ -72,7 +74,16 @@ def infer_format(path: Path) -> str:
 
 
 def resolve_capacity(text: str, jobs: Sequence[SimJob]) -> int:
-    """``"450"`` vcores, or ``"25%"`` of the trace's peak parallelism (thesis Table 5.1)."""
+    """``"450"`` vcores, ``"25%"`` of the trace's peak parallelism (thesis Table 5.1), or
+    ``"2x-mean"``: a multiple of the trace's mean demand (``trace.mean_demand``)."""
+    if text.endswith("x-mean"):
+        try:
+            mult = float(text[: -len("x-mean")])
+        except ValueError:
+            raise ValueError(f"capacity {text!r}: expected a number before 'x-mean'") from None
+        if not mult > 0 or not math.isfinite(mult):
+            raise ValueError(f"capacity {text!r} must be a positive multiple of the mean")
+        return max(1, math.ceil(trace.mean_demand(jobs) * mult))
     if text.endswith("%"):
         frac = float(text[:-1]) / 100
         if not frac > 0:

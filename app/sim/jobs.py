@@ -26,6 +26,7 @@ class SimJob:
     input_bytes: float = 0.0
     runtime_s: float | None = None
     deadline_s: float | None = None
+    name: str = ""  # application name where the workload has one (recurring-job signatures)
 
     def __post_init__(self) -> None:
         if self.tasks < 1:

@@ -1,7 +1,8 @@
 """Every policy the simulator can run, by name (the ``--policy`` choices of ``simulate``).
 
 Allocators decide per job (thesis seed 004, section 5.2): ``baseline-fs``, ``reactive-fs``,
-``oracle``, ``pythia``, ``justice``. Queue policies re-set queue shares every interval over the
+``oracle``, ``pythia``, ``justice``,
+``promise`` (``app/policies/promise``). Queue policies re-set queue shares every interval over the
 fair-share cluster (seed 000 section 4, seed 002 section 9.4/9.5): ``fair`` (no controller: the
 incumbent scheduler with equal queue weights), ``fawkes:<weighting>``, ``ltrf``, ``mlrf``, ``rrf``.
 """
@@ -14,10 +15,11 @@ from typing import Any
 
 from app.sim.allocators import BASELINES, BaselineFS
 from app.sim.justice_adapter import JusticeAllocator, OracleAllocator
+from app.sim.promise_adapter import PromiseAllocator
 from app.sim.queue_policies import PlanSettings, make_queue_policy, queue_policy_names
 from app.sim.runner import Allocator, QueuePolicy
 
-ADMISSION = ("oracle", "pythia", "justice")
+ADMISSION = ("oracle", "pythia", "justice", "promise")
 FAIR = "fair"
 
 
@@ -60,6 +62,8 @@ def build(
         return Setup(OracleAllocator(), None)
     if name in ("pythia", "justice"):
         return Setup(JusticeAllocator(name, values), None)
+    if name == "promise":
+        return Setup(PromiseAllocator(values), None)
     if name == FAIR:
         return Setup(BaselineFS(), None)
     if name in queue_policy_names():

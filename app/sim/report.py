@@ -276,6 +276,12 @@ def _img(data: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
 
 
+def _sharing_keys(summaries: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The sharing-degree rows, shown when ``--sharing`` computed them."""
+    keys = ("mean_sharing_degree", "min_sharing_degree")
+    return tuple(k for k in keys if any(s.get(k) is not None for s in summaries))
+
+
 def compare_html(
     title: str,
     config: Mapping[str, Any],
@@ -286,7 +292,7 @@ def compare_html(
     head = "".join(f"<th>{html.escape(_name(s))}</th>" for s in summaries)
     rows = [
         f"<tr><th>{k}</th>" + "".join(f"<td>{_cell(s.get(k))}</td>" for s in summaries) + "</tr>"
-        for k in (*SUMMARY_KEYS, "mean_slowdown")
+        for k in (*SUMMARY_KEYS, "mean_slowdown", *_sharing_keys(summaries))
     ]
     bars = _img(plot_bars(summaries, ("sdr", "ptr", "wtr", "fairness", "equality")), "bars")
     bars += _img(plot_bars(summaries, ("utilization",)), "utilization")

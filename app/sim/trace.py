@@ -8,6 +8,9 @@ parallelism, one vcore per task) and ``work`` its ``compTime`` in vcore-seconds.
   reduce_output_bytes``. ``tasks = max(1, ceil(input / 64 MiB))`` as SWIM's replay does; there are
   no task times, so ``work = tasks * task_overhead_s + bytes / bytes_per_vcore_s`` with ``bytes``
   the sum of input, shuffle and output and both constants parameters (defaults 5 s, 32 MiB/s).
+  The ``withInputPaths`` variant of the files has 9 tab fields: the six above, then the job's
+  input path, output path and one more; the path columns are ignored here (only the first six
+  are read), so the same file loads from either variant.
 * Google ``jobs_with_tasks_first19h.csv.gz``: ``tasks = n_tasks``, ``work = task_seconds_total``,
   ``runtime_s = last_task_end_s - first_task_start_s``, submission ``submit_s``. The 265 jobs with
   ``task_seconds_total = 0`` never ran a task and are skipped.
@@ -112,9 +115,13 @@ def load_swim(
 
 
 def _swim_job(line: str, lineno: int, path: Path, queue: str, p: SwimParams) -> SimJob:
-    parts = line.split()
-    if len(parts) != 6:
-        raise TraceError(f"{path}:{lineno}: expected 6 tab-separated fields, got {len(parts)}")
+    # Split on tabs, not whitespace: the ``withInputPaths`` columns may hold any path text.
+    parts = [f.strip() for f in line.rstrip("\r\n").split("\t")]
+    if len(parts) not in (6, 9):
+        raise TraceError(
+            f"{path}:{lineno}: expected 6 or 9 (withInputPaths) tab-separated fields, "
+            f"got {len(parts)}"
+        )
     try:
         submit = float(parts[1])
         inp, shuffle, out = (float(x) for x in parts[3:6])
@@ -351,3 +358,20 @@ def peak_parallelism(jobs: Iterable[SimJob]) -> int:
         cur += d
         peak = max(peak, cur)
     return max(1, math.ceil(peak))
+
+
+def mean_demand(jobs: Iterable[SimJob]) -> float:
+    """Mean vcores the trace asks for: total work over the span from the first submission to
+    the last recorded end (same per-job durations as ``peak_parallelism``). A capacity relative to
+    this measures contention on traces whose peak is one huge, short job."""
+    work = 0.0
+    first = math.inf
+    last = -math.inf
+    for j in jobs:
+        dur = j.runtime_s if j.runtime_s is not None and j.runtime_s > 0 else j.work / j.tasks
+        work += j.work
+        first = min(first, j.submit_s)
+        last = max(last, j.submit_s + dur)
+    if work <= 0 or not last > first:
+        return 0.0
+    return work / (last - first)

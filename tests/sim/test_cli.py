@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.sim import cli
+from app.sim import cli, experiment
+from app.sim.jobs import SimJob
 
 
 def _main(argv: list[str]) -> int:
@@ -103,3 +104,30 @@ def test_progress_bar_draws_and_ends_the_line() -> None:
     bar.close()
     text = buf.getvalue()
     assert "[#####.....]  50.0% 5/10" in text and text.endswith("100.0% 10/10\n")
+
+
+def test_capacity_as_a_multiple_of_mean_demand() -> None:
+    jobs = [
+        SimJob("a", 0, 4, 40.0, runtime_s=10.0),
+        SimJob("b", 5, 2, 20.0, runtime_s=15.0),
+    ]  # mean demand 60 vcore-s over 20 s = 3 vcores
+    assert experiment.resolve_capacity("2x-mean", jobs) == 6
+    assert experiment.resolve_capacity("0.5x-mean", jobs) == 2
+    for bad in ("0x-mean", "fewx-mean", "-1x-mean"):
+        with pytest.raises(ValueError, match="capacity"):
+            experiment.resolve_capacity(bad, jobs)
+
+
+def test_compare_shows_sharing_degrees_in_the_table_and_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    argv = ["simulate", "compare", *COMMON, "--policies", "fair,ltrf", "--sharing"]
+    assert _main([*argv, "--no-plots", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "mean sharing degree: a=" in printed and "min sharing degree: a=" in printed
+    page = (out / "compare.html").read_text()
+    assert "<th>mean_sharing_degree</th>" in page and "<th>min_sharing_degree</th>" in page
+    data = json.loads((out / "compare.json").read_text())
+    degrees = data["results"][0]["mean_sharing_degree"]
+    assert f"a: {degrees['a']:.4g}" in page

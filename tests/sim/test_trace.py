@@ -128,3 +128,29 @@ def test_peak_parallelism_by_hand() -> None:
         SimJob("b", 5, 2, 20.0, runtime_s=10.0),  # 2 vcores over [5, 15]
     ]
     assert trace.peak_parallelism(jobs) == 6
+
+
+def test_swim_with_input_paths_variant_loads_like_the_plain_file(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.tsv"
+    paths = tmp_path / "paths.tsv"
+    plain.write_text("job0\t49\t49\t740773\t2339561\t627471\njob1\t101\t52\t136346\t0\t0\n")
+    paths.write_text(
+        "job0\t49\t49\t740773\t2339561\t627471\t/in/a b\t/out/x\t0\n"
+        "job1\t101\t52\t136346\t0\t0\t/in/c\t/out/y\t0\n"
+    )
+    a = trace.load_swim(plain, queue="q")
+    b = trace.load_swim(paths, queue="q")
+    assert a == b and len(a) == 2
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("job0\t49\t49\t740773\t2339561\t627471\t/in\n")
+    with pytest.raises(trace.TraceError, match=r"bad.tsv:1: expected 6 or 9"):
+        trace.load_swim(bad)
+
+
+def test_mean_demand_by_hand() -> None:
+    jobs = [
+        SimJob("a", 0, 4, 40.0, runtime_s=10.0),  # ends at 10
+        SimJob("b", 5, 2, 20.0, runtime_s=15.0),  # ends at 20
+    ]
+    assert trace.mean_demand(jobs) == pytest.approx(60.0 / 20.0)
+    assert trace.mean_demand([]) == 0.0

@@ -39,7 +39,10 @@ from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
 from app.domain.tags import JOB_STATES, requested_tasks
 from app.jobs.contexts import RUN_AS
+from app.jobs.promise_round import current_eta
+from app.jobs.rounds import config_from_settings
 from app.services.admission import AdmissionService, JobRejected, NewJob
+from app.services.base import wall_clock_ms
 
 router = APIRouter(tags=["jobs"])
 
@@ -229,7 +232,8 @@ async def submit_job(
         service.kick()
     response.headers["Location"] = f"/jobs/{result.job.id}"
     decision = decision_out(result.decision) if result.decision else None
-    return JobAccepted(**job_out(result.job).model_dump(), decision=decision)
+    eta = (result.decision.numbers or {}).get("eta") if result.decision else None
+    return JobAccepted(**job_out(result.job).model_dump(), decision=decision, eta=eta)
 
 
 @router.get("/jobs", response_model=JobPage, responses={400: {"model": ErrorOut}})
@@ -262,7 +266,9 @@ JobId = Annotated[str, Path(description="Job id from POST /jobs.", max_length=32
 
 @router.get("/jobs/{job_id}", response_model=JobDetail, responses={404: {"model": ErrorOut}})
 def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
-    """One job with every decision and lifecycle step, oldest first."""
+    """One job with every decision and lifecycle step, oldest first (and its ETA)."""
+    cfg = state.admission.cfg if state.admission else config_from_settings(state.settings)
+    clock = state.admission.clock if state.admission else wall_clock_ms
     # The session is closed (its connection back in the pool) before the response is
     # serialised, in this same worker thread: a dependency's teardown would need another one.
     with state.sessions() as session:
@@ -270,7 +276,8 @@ def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
         decisions = [decision_out(d) for d in jobs_repo.decisions_of(session, job_id)]
-        return JobDetail(**job_out(row).model_dump(), decisions=decisions)
+        eta = current_eta(session, cfg, job_id, row.state, clock())
+        return JobDetail(**job_out(row).model_dump(), decisions=decisions, eta=eta)
 
 
 @router.delete(

@@ -1,0 +1,1 @@
+"""Promise: deadline admission from per-signature history (signature, estimator, planner)."""

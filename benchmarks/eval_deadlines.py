@@ -1,0 +1,164 @@
+"""Deadline-admission evaluation grid (``docs/evaluation.md``, "Deadline admission: Promise").
+
+Every cell replays one workload at one capacity with one deadline type on one cluster model
+under Baseline FS, Reactive FS, the Oracle, PYTHIA, Justice and Promise (thesis seed 004,
+section 5.2: same trace, same deadlines for every allocator), and prints one row per cell: SDR,
+PTR, WTR, fairness and utilization per policy, Promise's SDR margin over the best other policy
+and whether the goal (SDR within 0.01 of the best, WTR <= 0.02) holds. Also prints Promise's
+work-prediction error (share of predictions off by 2x or more, 3Sigma's measure).
+
+Run: ``nice .venv/bin/python benchmarks/eval_deadlines.py --traces ../shared/traces
+[--limit-jobs 2000] [--out reports/eval.json]``; ``--markdown FILE...`` prints saved results
+as the table of ``docs/evaluation.md``. Workloads: ``google`` (first 19 h, one queue per
+user), ``swim-queues`` (both SWIM 2009 files, one queue each), ``swim-concat`` (both files as one
+queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities ``1x-mean`` and
+``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.sim import deadlines, experiment, recurring, trace
+from app.sim.cluster import ClusterSpec
+from app.sim.jobs import SimJob
+from app.sim.promise_adapter import PromiseAllocator
+from app.sim.runner import Simulation
+
+POLICIES = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "promise")
+KEYS = ("sdr", "ptr", "wtr", "fairness", "utilization")
+
+
+def workloads(root: Path, limit: int, seed: int) -> dict[str, list[SimJob]]:
+    """The four workloads, each cut to its first ``limit`` jobs by submission."""
+    g = trace.load_google(root / "google2011" / "jobs_with_tasks_first19h.csv.gz", "user")
+    s0 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_0.tsv")
+    s1 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_1.tsv")
+    swim = sorted(s0 + s1, key=lambda j: (j.submit_s, j.job_id))
+    out = {
+        "google": sorted(g, key=lambda j: (j.submit_s, j.job_id)),
+        "swim-queues": swim,
+        "swim-concat": [dataclasses.replace(j, queue="default") for j in swim],
+        "recurring": recurring.recurring(recurring.RecurringSpec(jobs=limit), seed),
+    }
+    return {k: v[:limit] for k, v in out.items()}
+
+
+def run_cell(
+    jobs: list[SimJob], cap: int, kind: str, model: str, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Every policy on one cell."""
+    dj = deadlines.assign_deadlines(jobs, kind, cap, seed)
+    out: dict[str, dict[str, Any]] = {}
+    for name in POLICIES:
+        result = experiment.run_policy(name, dj, ClusterSpec(cap), model=model)
+        s = result.summary()
+        out[name] = {k: s[k] for k in KEYS}
+        out[name]["wall_s"] = s["wall_s"]
+    # Promise's estimator error on the same cell (a separate run keeps run_policy unchanged).
+    alloc = PromiseAllocator()
+    Simulation(dj, alloc, ClusterSpec(cap), model=model).run()
+    out["promise"]["off_by_2x"] = alloc.estimator.totals()["off_by_2x"]
+    return out
+
+
+def markdown(cells: list[dict[str, Any]]) -> str:
+    """The grid as a Markdown table: SDR of every policy, then PTR, WTR, Jain's fairness and
+    utilization of each policy as ``promise / best other`` pairs are too wide, so those columns
+    are Promise's, with the largest WTR among the others beside it."""
+    head = (
+        "| workload | cap | deadlines | model | "
+        + " | ".join(f"SDR {n}" for n in POLICIES)
+        + " | P. PTR | P. WTR | max other WTR | P. Jain | P. util | P. off 2x | goal |"
+    )
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for c in cells:
+        r = c["results"]
+        p = r["promise"]
+        other_wtr = max(r[n]["wtr"] for n in POLICIES if n != "promise")
+        off = p.get("off_by_2x")
+        lines.append(
+            f"| {c['workload']} | {c['capacity']} ({c['vcores']}) | {c['deadlines']} | "
+            f"{c['model']} | "
+            + " | ".join(f"{r[n]['sdr']:.3f}" for n in POLICIES)
+            + f" | {p['ptr']:.3f} | {p['wtr']:.3f} | {other_wtr:.3f} | "
+            + f"{_num(p['fairness'])} | {p['utilization']:.3f} | {_num(off)} | "
+            + ("ok" if c["goal"] else f"no ({c['margin']:+.3f})")
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def _num(v: Any) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--traces", type=Path, default=Path("../shared/traces"))
+    p.add_argument("--limit-jobs", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--capacity", action="append", help="default: 1x-mean and 2x-mean")
+    p.add_argument("--workload", action="append", help="default: all four")
+    p.add_argument("--deadline", action="append", help="default: all seven types")
+    p.add_argument("--model", action="append", help="default: fluid and tasks")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
+    a = p.parse_args(argv)
+    if a.markdown:
+        cells = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
+        print(markdown(cells))
+        return 0
+    loads = workloads(a.traces, a.limit_jobs, a.seed)
+    cells: list[dict[str, Any]] = []
+    print(
+        f"{'workload':<12}{'cap':>6}{'deadlines':>12}{'model':>7} "
+        + " ".join(f"{n[:7]:>7}" for n in POLICIES)
+        + f"{'margin':>8}{'p.wtr':>7}{'2x':>6} goal"
+    )
+    for wname in a.workload or list(loads):
+        jobs = loads[wname]
+        for ctext in a.capacity or ["1x-mean", "2x-mean"]:
+            cap = experiment.resolve_capacity(ctext, jobs)
+            for kind in a.deadline or list(deadlines.DEADLINE_TYPES):
+                for model in a.model or ["fluid", "tasks"]:
+                    res = run_cell(jobs, cap, kind, model, a.seed)
+                    best = max(res[n]["sdr"] for n in POLICIES if n != "promise")
+                    margin = res["promise"]["sdr"] - best
+                    ok = margin >= -0.01 and res["promise"]["wtr"] <= 0.02
+                    off = res["promise"]["off_by_2x"]
+                    off_txt = f"{off:>6.2f}" if off is not None else f"{'-':>6}"
+                    print(
+                        f"{wname:<12}{cap:>6}{kind:>12}{model:>7} "
+                        + " ".join(f"{res[n]['sdr']:>7.3f}" for n in POLICIES)
+                        + f"{margin:>+8.3f}{res['promise']['wtr']:>7.3f}"
+                        + f"{off_txt} {'ok' if ok else 'FAIL'}",
+                        flush=True,
+                    )
+                    cells.append(
+                        {
+                            "workload": wname,
+                            "capacity": ctext,
+                            "vcores": cap,
+                            "deadlines": kind,
+                            "model": model,
+                            "results": res,
+                            "margin": margin,
+                            "goal": ok,
+                        }
+                    )
+    if a.out is not None:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(cells, indent=1), "utf-8")
+    failed = sum(1 for c in cells if not c["goal"])
+    print(f"{len(cells)} cells, goal holds in {len(cells) - failed}, fails in {failed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

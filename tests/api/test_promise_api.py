@@ -1,0 +1,127 @@
+"""The Promise admission policy behind ``/jobs`` and ``/estimator`` (``app/policies/promise``):
+ETA in the answer to ``POST /jobs`` and in ``GET /jobs/{id}``, an honest refusal with the
+earliest feasible finish, AM containers booked, and per-signature estimates rebuilt from the
+database identically after a restart. The RM refuses connections: what is tested is admission.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from app.db.jobs_models import EstimatorObservation
+from app.db.models import Application, Cluster
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import Db
+
+RUN = {"kind": "application", "command": "sleep 5"}
+
+
+def _refuse(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
+@asynccontextmanager
+async def _client(db: Db) -> AsyncIterator[httpx.AsyncClient]:
+    settings = Settings(
+        database_url=db.url,
+        cluster_name="test",
+        deadline_capacity_vcores=8,
+        admission_policy="promise",
+    )
+    app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sidecar") as client:
+            yield client
+
+
+def body(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"name": "report", "deadline": 120, "requested_tasks": 4, "run": RUN}
+    base.update(kw)
+    return base
+
+
+async def test_post_answers_with_an_eta_and_books_the_am_container(db: Db) -> None:
+    async with _client(db) as client:
+        first = (await client.post("/jobs", json=body())).json()
+        # No history: the bound is the whole 120 s deadline on all 4 tasks; 4 + 1 AM of 8 vcores
+        assert (first["state"], first["granted_cpus"]) == ("admitted", 4)
+        eta = first["eta"]
+        assert eta["finish_s"] - eta["start_s"] == pytest.approx(120, abs=0.01)
+        second = (await client.post("/jobs", json=body(name="other"))).json()
+        # 3 vcores left: 4 tasks + 1 AM do not fit; with no history it needs its whole window,
+        # so it can start no later than its submission: it waits, and says for what.
+        assert second["state"] == "queued"
+        assert second["eta"]["waits_for"].startswith("running jobs to end")
+        submitted = dt.datetime.fromisoformat(second["submitted_at"]).timestamp()
+        assert second["eta"]["latest_start_s"] == pytest.approx(submitted, abs=0.01)
+        # Read now, the plan already says it cannot make it and when it could have finished:
+        # after the first job's bounded end, another 120 s.
+        detail = (await client.get(f"/jobs/{second['id']}")).json()
+        assert detail["eta"]["action"] == "drop"
+        assert detail["eta"]["earliest_finish_s"] > eta["finish_s"]
+        est = (await client.get("/estimator")).json()
+        assert est["policy"] == "promise" and est["admitted_floor_vcores"] == 5
+
+
+async def test_a_job_that_cannot_finish_is_refused_with_its_earliest_finish(db: Db) -> None:
+    async with _client(db) as client:
+        # 20 tasks on at most 7 containers (8 less the AM) take 3 waves of 120 * 8 / 20 s:
+        # 144 s > the 120 s deadline, even on the empty cluster.
+        r = (await client.post("/jobs", json=body(requested_tasks=20))).json()
+        assert r["state"] == "dropped"
+        deadline_at = dt.datetime.fromisoformat(r["deadline_at"]).timestamp()
+        assert r["eta"]["earliest_finish_s"] - deadline_at == pytest.approx(24.0, abs=0.01)
+        assert "cannot finish by its deadline" in r["decision"]["reason"]
+
+
+def _history(db: Db) -> None:
+    """Six finished runs of two recurring jobs, learned as the learning pass stores them."""
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        for i, (name, work) in enumerate(
+            [(f"etl-2024-01-0{d}", 400.0) for d in (1, 2, 3)]
+            + [(f"report-{d}", 50.0) for d in (1, 2, 3)]
+        ):
+            app_id = f"application_1_{i:04d}"
+            s.add(
+                Application(
+                    app_id=app_id, cluster_id=cluster.id, user="al", queue="root.deadline",
+                    name=name, app_type="MAPREDUCE", tags=",", state="FINISHED",
+                    final_status="SUCCEEDED", elapsed_ms=100_000, vcore_seconds=int(work),
+                    first_seen_ms=0, updated_ms=0,
+                )
+            )  # fmt: skip
+            s.flush()
+            s.add(
+                EstimatorObservation(
+                    app_id=app_id, source="tagged", observed_ms=1000 + i, learned=True,
+                    tasks=4, deadline_s=100.0, comp_time=work, cpus=4, success=True,
+                )
+            )  # fmt: skip
+
+
+async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -> None:
+    _history(db)
+    async with _client(db) as client:
+        before = (await client.get("/estimator")).json()
+    async with _client(db) as client:  # a new process over the same database
+        after = (await client.get("/estimator")).json()
+    sigs = before["signatures"]
+    etl = next(k for k in sigs if k.startswith("n:etl-<date>"))
+    report = next(k for k in sigs if k.startswith("n:report-<n>"))
+    assert sigs[etl]["samples"] == 3 and sigs[report]["samples"] == 3
+    # ratio = work / (100 s * 4): 1.0 for etl, 0.125 for report; the user key holds both
+    assert sigs[etl]["ratio_upper"] == pytest.approx(1.0)
+    assert sigs[report]["ratio_upper"] == pytest.approx(0.125)
+    assert sigs["u:al|t:mapreduce"]["samples"] == 6
+    assert after["signatures"] == sigs and after["prediction_error"] == before["prediction_error"]

@@ -1,0 +1,140 @@
+"""Promise's planner (``app/policies/promise/core.py``) on hand-computed rounds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.policies.base import PolicyError
+from app.policies.promise import core
+from app.policies.promise.estimator import Estimator, Outcome
+from app.policies.promise.signature import Keys
+
+K = Keys("sig", "ut", "q")
+OTHER = Keys("sig2", "ut", "q")
+P = core.PromiseParams()
+
+
+def _taught(ratio: float, runs: int = 3, keys: Keys = K) -> Estimator:
+    """An estimator whose every run had ``work = ratio * deadline * tasks`` (tasks <= capacity)."""
+    est = Estimator()
+    for _ in range(runs):
+        est.learn(Outcome(keys, tasks=4, work=ratio * 100.0 * 4, deadline_s=100.0, max_cpus=4))
+    return est
+
+
+def test_waves_aligned_and_min_grant_by_hand() -> None:
+    assert core.waves(10, 4) == 3 and core.waves(10, 5) == 2 and core.waves(3, 8) == 1
+    assert core.aligned(10, 4) == 4  # 3 waves need ceil(10/3) = 4 containers
+    assert core.aligned(10, 6) == 5  # 6 containers also take 2 waves; 5 do the same
+    # 10 tasks of 10 s in 35 s: at most 3 waves, so ceil(10 / 3) = 4 containers
+    assert core.min_grant(10, 10, 10.0, 35.0) == 4
+    assert core.min_grant(10, 3, 10.0, 35.0) is None  # needs 4 > limit 3
+    assert core.min_grant(10, 10, 10.0, 9.0) is None  # not even one wave fits
+    assert core.min_grant(1, 1, 10.0, 10.0) == 1
+
+
+def test_admits_the_smallest_wave_aligned_grant() -> None:
+    est = _taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([job], [], free=10, capacity=10, now_s=0.0, estimator=est, params=P)
+    # 2 waves of 50 s meet the 100 s deadline with 2 containers; 8 stay free for arrivals
+    assert (d.action, d.cpus, d.start_s, d.finish_s) == ("admit", 2, 0.0, 100.0)
+    (d,) = core.admit([job], [], free=10, capacity=10, now_s=30.0, estimator=est, params=P)
+    assert (d.action, d.cpus, d.finish_s) == ("admit", 4, 80.0)  # 70 s left: one wave of 4
+    (d,) = core.admit([job], [], free=1, capacity=10, now_s=0.0, estimator=est, params=P)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(50.0)
+
+
+def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
+    est = _taught(0.5)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # Arrivals need 9 vcores on average; after a grant of 2, 8 are free: 1 vcore short, so the
+    # job takes 1/9 of the arrivals' demand for 100 s. At 0.05 jobs/s that is 0.56 jobs: admit.
+    calm = core.Load(jobs_per_s=0.05, vcores=9.0)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, calm)
+    assert d.action == "admit"
+    # At 0.1 jobs/s it is 1.1 jobs: one met deadline is not worth more than one lost.
+    busy = core.Load(jobs_per_s=0.1, vcores=9.0)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # An operator who values processed work over the count turns the rule off.
+    off = core.PromiseParams(crowd_out=False)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, off, busy)
+    assert d.action == "admit"
+
+
+def test_load_meter_decays_with_its_time_constant() -> None:
+    meter = core.LoadMeter(tau_s=100.0)
+    meter.arrive(0.0, 500.0)
+    meter.arrive(0.0, 500.0)
+    now = meter.load(0.0)
+    assert now.jobs_per_s == pytest.approx(0.02) and now.vcores == pytest.approx(10.0)
+    later = meter.load(100.0)
+    assert later.jobs_per_s == pytest.approx(0.02 / math.e)
+
+
+def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earliest_finish() -> (
+    None
+):
+    est = _taught(1.0)  # bound: the whole deadline at full parallelism
+    job = core.WaitingJob("late", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([job], [], free=10, capacity=10, now_s=20.0, estimator=est, params=P)
+    assert d.action == "drop" and d.earliest_finish_s == pytest.approx(120.0)
+    assert "cannot finish by its deadline 100" in d.reason
+
+
+def test_a_job_that_fits_once_running_jobs_end_waits_with_an_eta() -> None:
+    est = _taught(0.5)
+    running = core.RunningJob("r", 4, 100.0, 0.0, started_s=0.0, cpus=4, keys=K)  # ends by 50
+    job = core.WaitingJob("w", tasks=4, deadline_s=200.0, submitted_s=10.0, keys=K)
+    decisions = core.admit(
+        [job], [running], free=0, capacity=4, now_s=10.0, estimator=est, params=P
+    )
+    (d,) = decisions
+    # bound 0.5 * 200 * 4 = 400 vcore-s, 100 s per task; from 50 s, 1 wave of 4 ends at 150
+    assert d.action == "queue" and d.start_s == pytest.approx(50.0)
+    assert d.finish_s == pytest.approx(150.0) and d.waits_for is not None
+
+
+def test_smaller_jobs_are_offered_capacity_first() -> None:
+    est = _taught(0.5, keys=K)
+    big = core.WaitingJob("big", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    small = core.WaitingJob("small", tasks=1, deadline_s=100.0, submitted_s=5.0, keys=K)
+    out = {d.job_id: d for d in core.admit([big, small], [], 2, 10, 5.0, est, P)}
+    # small: bound 0.5 * 100 * 1 = 50 -> 1 container; big needs 2 of the 1 left -> waits
+    assert out["small"].action == "admit" and out["small"].cpus == 1
+    assert out["big"].action == "queue"
+
+
+def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() -> None:
+    est = _taught(0.5, keys=K)  # K has 3 runs: nothing more to learn
+    late = core.RunningJob("late", 4, 100.0, 0.0, started_s=0.0, cpus=2, keys=K)
+    new = core.RunningJob("new", 1, 100.0, 0.0, started_s=0.0, cpus=1, keys=OTHER)
+    out = {d.job_id: d for d in core.admit([], [late, new], 0, 10, 150.0, est, P)}
+    assert out["late"].action == "kill" and out["late"].cpus == 2
+    assert out["new"].action == "keep"  # OTHER has no runs yet and holds 1 vcore
+
+
+def test_am_containers_are_booked_and_floor_counts_them() -> None:
+    est = _taught(1.0)
+    params = core.PromiseParams(am_containers=1)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # 4 tasks need all 4 containers for the 100 s window, plus 1 AM: 4 free is not enough
+    (d,) = core.admit([job], [], free=4, capacity=10, now_s=0.0, estimator=est, params=params)
+    assert d.action == "queue"
+    (d,) = core.admit([job], [], free=5, capacity=10, now_s=0.0, estimator=est, params=params)
+    assert d.action == "admit" and d.cpus == 4
+    running = [
+        core.RunningJob("a", 4, 100.0, 0.0, 0.0, 4, K),
+        core.RunningJob("b", 1, 9, 0, 0, 1, K),
+    ]
+    assert core.booked_floor(running, params) == 7
+
+
+def test_bad_inputs_name_the_field() -> None:
+    with pytest.raises(PolicyError, match="capacity"):
+        core.admit([], [], 0, 0, 0.0, Estimator(), P)
+    with pytest.raises(PolicyError, match="quantile"):
+        core.make_params({"quantile": 0.2})

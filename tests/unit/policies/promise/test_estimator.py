@@ -1,0 +1,91 @@
+"""Promise's per-signature estimator (``app/policies/promise/estimator.py``) by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.policies.base import PolicyError
+from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome, quantile, rebuild
+from app.policies.promise.signature import Keys
+
+A = Keys("sigA", "u1|t", "q")
+B = Keys("sigB", "u1|t", "q")
+C = Keys("sigC", "u2|t", "q")
+
+
+def _o(keys: Keys, work: float, tasks: int = 2, deadline: float = 100.0) -> Outcome:
+    return Outcome(keys, tasks, work, deadline, max_cpus=tasks)
+
+
+def test_nearest_rank_quantile() -> None:
+    assert quantile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.95) == 4.0
+    assert quantile([5.0], 0.95) == 5.0
+    with pytest.raises(PolicyError):
+        quantile([], 0.5)
+
+
+def test_bootstrap_is_the_whole_deadline_at_full_parallelism() -> None:
+    e = Estimator().estimate(A, tasks=8, deadline_s=50.0, max_cpus=4)
+    assert (e.upper, e.source) == (200.0, "bootstrap")
+
+
+def test_ratio_bound_comes_from_the_most_specific_key_with_enough_runs() -> None:
+    est = Estimator(EstimatorParams(min_samples=3, quantile=0.95))
+    for work in (20.0, 40.0, 100.0):  # ratios work / (100 * 2): 0.1, 0.2, 0.5
+        est.learn(_o(A, work))
+    e = est.estimate(A, tasks=2, deadline_s=100.0, max_cpus=2)
+    assert e.source == "ratio@sigA" and e.upper == pytest.approx(100.0)  # 0.5 * 100 * 2
+    assert e.point == pytest.approx(40.0)  # median ratio 0.2
+    # B has no runs: falls back to the user+type key (same three runs)
+    assert est.estimate(B, 2, 100.0, 2).source == "ratio@u1|t"
+    # C shares only the queue
+    assert est.estimate(C, 2, 100.0, 2).source == "ratio@q"
+
+
+def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
+    est = Estimator(EstimatorParams(min_samples=2))
+    # Same work every run (10 s per task) but deadlines that vary: task seconds are exact,
+    # ratios scatter, so after two scored runs each the signature's record picks task seconds.
+    for deadline in (40.0, 400.0, 80.0, 200.0, 1000.0):
+        est.learn(_o(A, 20.0, deadline=deadline))
+    e = est.estimate(A, tasks=2, deadline_s=500.0, max_cpus=2)
+    assert e.source == "task_s@sigA" and e.upper == pytest.approx(20.0)
+    err = est.error("sigA")
+    assert err["predictions"] == 5  # every run after the first had a prediction
+    assert est.entries()["sigA"]["task_s_error"] == pytest.approx(0.0)
+
+
+def test_error_counts_predictions_off_by_2x() -> None:
+    est = Estimator(EstimatorParams(min_samples=1))
+    est.learn(_o(A, 100.0))  # predicted from bootstrap: 100 * 2 = 200 (off by exactly 2x)
+    est.learn(_o(A, 100.0))  # ratio 0.5 -> 100: exact
+    err = est.error("sigA")
+    assert err["predictions"] == 2 and err["off_by_2x"] == 0.5
+    assert err["mean_abs_log_error"] == pytest.approx(math.log(2) / 2)
+
+
+def test_rebuild_gives_the_same_estimates_as_incremental_learning() -> None:
+    outcomes = [_o(A, w) for w in (30.0, 60.0, 90.0, 10.0)] + [_o(C, 5.0)]
+    inc = Estimator()
+    for o in outcomes:
+        inc.learn(o)
+    again = rebuild(outcomes)
+    assert again.entries() == inc.entries()
+    assert again.estimate(A, 2, 100.0, 2) == inc.estimate(A, 2, 100.0, 2)
+
+
+def test_window_forgets_old_runs() -> None:
+    est = Estimator(EstimatorParams(window=2, min_samples=1))
+    for w in (200.0, 20.0, 20.0):
+        est.learn(_o(A, w))
+    assert est.samples("sigA") == 2
+    assert est.estimate(A, 2, 100.0, 2).upper == pytest.approx(20.0)
+
+
+def test_outcome_validation_names_the_field() -> None:
+    with pytest.raises(PolicyError, match=r"outcome\.work"):
+        _o(A, 0.0)
