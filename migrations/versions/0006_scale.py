@@ -1,7 +1,7 @@
 """per-poll cluster totals and application disappearance, for polls that write only changes
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-22 11:10:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,7 +1,7 @@
 """ledger lending: what each queue lent (to whom) and borrowed per interval (LTRF loan agreement)
 
-Revision ID: 0017
-Revises: 0003
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-22 11:20:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0017"
-down_revision: str | None = "0003"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
