@@ -37,9 +37,9 @@ from app.auth.principal import Role
 from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_factory
 from app.job_templates import load_templates
 from app.logs import install_redaction
-from app.redact import redact_url
 from app.observability.prometheus import RMRequestMetrics, SidecarCollector
 from app.observability.whatif_runs import WhatIfRuns
+from app.redact import redact_url
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.poller import Poller

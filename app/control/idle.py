@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from app.control.decide import PolicyOutcome
 from app.control.drift import normalise
 from app.domain.observation import PolicyInputs
+from app.domain.outcome import PolicyOutcome
 
 
 def no_demand(inputs: PolicyInputs, queues: Sequence[str]) -> bool:

@@ -405,7 +405,9 @@ def plan_outcome(
     raised to the queues' minimum shares (``floors``), the step limit and the minimum change.
     ``total`` is ``{"vcores": n, "memory": MB}``."""
     if outcome.amounts is not None:
-        amounts = outcome.amounts if floors is None else lift_amounts(outcome.amounts, floors, total)
+        amounts = outcome.amounts
+        if floors is not None:
+            amounts = lift_amounts(amounts, floors, total)
         return absolute_plan(amounts, live, total, max_step_pp / 100, min_change_pp / 100)
     if outcome.shares is None:
         return unchanged(live, outcome.note or "the policy decided no shares")

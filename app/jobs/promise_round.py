@@ -17,7 +17,6 @@ must keep the deadline queue at.
 from __future__ import annotations
 
 from collections.abc import Collection
-
 from typing import Any
 
 from sqlalchemy import func, select
@@ -27,7 +26,7 @@ from app.db import jobs_repo
 from app.db.jobs_models import JobDecision
 from app.db.models import Application, Decision
 from app.db.promise_history import EstimatorCache, admission_jobs
-from app.jobs import tags as t
+from app.domain import tags as t
 from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
 from app.policies.justice import core as justice
 from app.policies.promise import core

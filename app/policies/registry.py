@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
 
-from app.policies import fawkes, hybridmr, justice, ltrf, prism, proportional, rrf
+from app.policies import fawkes, hybridmr, justice, ltrf, prism, promise, proportional, rrf
 from app.policies.base import PolicyError, PolicySpec
 
 # One entry per policy folder (each exports ``REGISTRY``); adding a policy family is one line here.
@@ -23,6 +23,7 @@ _FAMILIES: tuple[ModuleType, ...] = (
     hybridmr,
     prism,
     proportional,
+    promise,
 )
 
 

@@ -490,9 +490,8 @@ class RMClient:
         except httpx.TransportError as exc:
             raise _Temporary(f"{shown}: {_describe(exc)}", sent=True, kind="transport") from exc
         if _is_standby(resp) or request.standby(resp):
-            raise _Temporary(
-                f"{shown}: standby RM", sent=False, hint=resp.headers.get("Location"), kind="standby"
-            )
+            hint = resp.headers.get("Location")
+            raise _Temporary(f"{shown}: standby RM", sent=False, hint=hint, kind="standby")
         if resp.status_code >= 500:
             raise _Temporary(
                 f"{shown}: HTTP {resp.status_code} {_rm_message(resp)}", sent=True, kind="server"

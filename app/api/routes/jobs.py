@@ -18,7 +18,7 @@ from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, sta
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import Submitter, Viewer, forbidden
-from app.api.deps import SessionDep, StateDep
+from app.api.deps import StateDep
 from app.api.job_guard import check_run, may_manage, render_template, run_as
 from app.api.jobs_schemas import (
     MAX_DEADLINE_S,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from app.control.budget import Bounds
 from app.control.decide import PolicyOutcome
 from app.control.idle import baseline, no_demand, toward_baseline
-from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
 from app.control.plan import Limits, percent_plan
+from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
 
 QUEUES = ["root.a", "root.b"]
 

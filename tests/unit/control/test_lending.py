@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.observation import ClusterTotals, SamplePoint
 from app.control.ledger import Poll, integrate
 from app.control.lending import loans
+from app.domain.observation import ClusterTotals, SamplePoint
 from app.policies.ltrf import core as ltrf
 
 TOTAL8 = ClusterTotals(8.0, 8192.0)
