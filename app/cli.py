@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+import app as app_pkg
 from app.observability.whatif_cli import extend as extend_simulate
 from app.operator_cli import configure as configure_operator
 from app.settings import Settings, SettingsError, load_settings
@@ -231,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Policy sidecar for the Hadoop YARN ResourceManager. Settings come from "
         "YARN_SIDECAR_* environment variables (see README).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {app_pkg.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from pathlib import Path
 
 from alembic import command
@@ -12,13 +14,26 @@ from sqlalchemy import Engine
 
 from app.db.session import _normalise
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: ``migrations/`` of the source tree (a checkout or an
+    editable install), else the data directory an installed wheel put them in."""
+    source = Path(__file__).resolve().parents[2] / "migrations"
+    if (source / "env.py").is_file():
+        return source
+    for prefix in (sysconfig.get_path("data"), sys.prefix, sys.base_prefix):
+        shipped = Path(prefix) / "share" / "yarn-sidecar" / "migrations"
+        if (shipped / "env.py").is_file():
+            return shipped
+    raise FileNotFoundError(
+        f"no Alembic migrations found in {source} or <prefix>/share/yarn-sidecar/migrations"
+    )
 
 
 def alembic_config(database_url: str) -> Config:
-    """An Alembic config pointing at the repository's ``migrations/``."""
+    """An Alembic config pointing at the migrations (source tree or installed package)."""
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", str(migrations_dir()))
     # ConfigParser interpolation would eat '%' in passwords.
     cfg.set_main_option("sqlalchemy.url", _normalise(database_url).replace("%", "%%"))
     return cfg
