@@ -23,7 +23,7 @@ from app.db.jobs_models import Job, JobDecision
 from app.db.models import PollRecord
 from app.db.session import transaction
 from app.domain.model import NodeState, Resources
-from app.jobs import tags as t
+from app.domain import tags as t
 from app.policies.justice.core import EstimatorState
 from tests.factories import app, queue
 

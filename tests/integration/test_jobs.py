@@ -44,7 +44,7 @@ WAIT_S = 200.0
 # grace the jobs admitted at a completion cannot use what it teaches, and this test checks that
 # they do (``min(grants) < 2``), so it injects 0 through AdmissionConfig: learning at the first
 # poll that sees the app final, the pre-grace timing. The grace is covered by
-# tests/unit/jobs/test_service_review.py.
+# tests/unit/services/test_admission_recovery.py.
 LEARN_GRACE_MS = 0
 
 

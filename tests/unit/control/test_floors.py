@@ -15,7 +15,7 @@ from app.db import control_repo
 from app.policies.base import PolicyError
 from tests.conftest import Db
 from tests.unit.control.fakes import FakeRM
-from tests.unit.control.test_controller import capacities, config, controller, decision, polls
+from tests.unit.services.test_controller import capacities, config, controller, decision, polls
 
 UNIT = Amount(1, 128)  # the mini cluster's minimum allocation
 CLUSTER8 = Amount(8, 8192)
