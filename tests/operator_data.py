@@ -22,8 +22,8 @@ from app.db import jobs_repo, repo
 from app.db.jobs_models import Job, JobDecision
 from app.db.models import PollRecord
 from app.db.session import transaction
-from app.domain.model import NodeState, Resources
 from app.domain import tags as t
+from app.domain.model import NodeState, Resources
 from app.policies.justice.core import EstimatorState
 from tests.factories import app, queue
 
