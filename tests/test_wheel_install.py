@@ -8,6 +8,7 @@ no dependency is installed twice; the sidecar itself comes only from the wheel."
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -32,9 +33,15 @@ def _free_port() -> int:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin/`` directory of a fresh virtualenv with only the built wheel installed."""
     work = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools writes build/ and egg-info next to the sources it builds.
+    src = work / "src"
+    for part in ("app", "migrations"):
+        shutil.copytree(REPO / part, src / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / part, src / part)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(work / "dist"), str(REPO)],
+         "-w", str(work / "dist"), str(src)],
         check=True, cwd=work,
     )
     wheels = list((work / "dist").glob("yarn_policy_sidecar-*.whl"))
