@@ -95,7 +95,12 @@ def get_whatif(state: StateDep, run_id: RunId) -> WhatIfRunOut:
 
 
 @router.get(
-    "/whatif/{run_id}/report", response_class=HTMLResponse, responses={404: {"model": ErrorOut}}
+    "/whatif/{run_id}/report",
+    # Errors are JSON like everywhere else; only the report itself is HTML.
+    responses={
+        200: {"content": {"text/html": {"schema": {"type": "string"}}}},
+        404: {"model": ErrorOut},
+    },
 )
 def whatif_report(state: StateDep, run_id: RunId) -> HTMLResponse:
     """The run's self-contained HTML report, as a download."""
