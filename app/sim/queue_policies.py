@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.control import config, decide
+from app.control import floors as control_floors
 from app.control.budget import format_hundredths
 from app.control.plan import plan_outcome
 from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
@@ -165,6 +166,16 @@ class ControllerPolicy:
         inputs = self._inputs(now, observed, capacity)
         outcome = decide.run_policy(self.cfg, inputs, self.queues, {}, self.ledger)
         total = {"vcores": float(capacity), "memory": float(capacity) * self.container_mb}
+        # The controller's minimum shares, with the simulated container as the scheduler's
+        # minimum allocation: a what-if starves no queue the live controller would not.
+        floors = control_floors.compute(
+            sorted(self.live),
+            self.cfg.floors,
+            control_floors.Amount(1, self.container_mb),
+            "simulated container",
+            control_floors.Amount(total["vcores"], total["memory"]),
+            self.cfg.bounds,
+        )
         step = plan_outcome(
             outcome,
             self.live,
@@ -172,6 +183,7 @@ class ControllerPolicy:
             max_step_pp=self.cfg.max_step_pp,
             min_change_pp=self.cfg.min_change_pp,
             total=total,
+            floors=floors,
         )
         if step.push:
             self.live = step.expected()

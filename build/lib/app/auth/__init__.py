@@ -1,0 +1,1 @@
+"""Who may do what on the sidecar's API: roles, API tokens and the acting principal."""

@@ -1,0 +1,291 @@
+"""``yarn-sidecar``: serve | db upgrade | poll-once | policy run | simulate | export-openapi.
+
+Errors go to stderr with a non-zero exit code and name what is wrong (a setting, a file and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+import app as app_pkg
+from app.observability.whatif_cli import extend as extend_simulate
+from app.operator_cli import configure as configure_operator
+from app.settings import Settings, SettingsError, load_settings
+from app.sim.cli import configure as configure_sim
+from app.tokens_cli import configure as configure_tokens
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "host", None):
+        overrides["api_host"] = args.host
+    if getattr(args, "port", None):
+        overrides["api_port"] = args.port
+    return load_settings(**overrides)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Migrate the database, then serve the API and run the loops until interrupted."""
+    import uvicorn
+
+    from app.db.migrate import upgrade
+    from app.logs import configure_logging
+    from app.main import create_app
+
+    settings = _settings(args)
+    configure_logging(settings.log_format, settings.log_level)
+    if not args.no_migrate:
+        upgrade(settings.effective_database_url)
+    tls = {}
+    if settings.api_tls_certfile is not None and settings.api_tls_keyfile is not None:
+        # HTTPS for the sidecar's own API; uvicorn serves TLS itself.
+        tls = {
+            "ssl_certfile": str(settings.api_tls_certfile),
+            "ssl_keyfile": str(settings.api_tls_keyfile),
+        }
+    uvicorn.run(
+        create_app(settings),
+        host=settings.api_host,
+        port=settings.api_port,
+        log_config=None,
+        lifespan="on",
+        **tls,  # type: ignore[arg-type]
+    )
+    return 0
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    """Migrate the configured database to ``--revision`` (default head)."""
+    from app.db.migrate import upgrade
+
+    settings = _settings(args)
+    upgrade(settings.effective_database_url, args.revision)
+    print(f"database at {args.revision}: {_redact(settings.effective_database_url)}")
+    return 0
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def cmd_poll_once(args: argparse.Namespace) -> int:
+    """One poller tick against the configured RM; prints what was recorded."""
+    from app.db.migrate import upgrade
+    from app.db.session import make_engine, make_session_factory
+    from app.services.base import wall_clock_ms
+    from app.services.poller import Poller
+    from app.yarn.client import RMClient
+    from app.yarn.security import rm_client_options
+
+    settings = _settings(args)
+    upgrade(settings.effective_database_url)
+    engine = make_engine(settings.effective_database_url)
+
+    async def once() -> int:
+        async with RMClient(
+            settings.rm_urls,
+            user=settings.rm_user,
+            timeout_s=settings.rm_timeout_s,
+            retries=settings.rm_retries,
+            **rm_client_options(settings),
+        ) as client:
+            poller = Poller(
+                client,
+                make_session_factory(engine),
+                cluster_name=settings.cluster_name,
+                rm_urls=settings.rm_urls,
+                interval_s=settings.poll_interval_s,
+            )
+            summary = await poller.poll(wall_clock_ms(), force=True)
+        if summary.ok:
+            print(
+                f"polled {summary.rm_url}: {summary.apps} apps upserted, {summary.queues} queue "
+                f"samples, {summary.nodes} node samples, finished-app watermark "
+                f"{summary.watermark_ms}"
+            )
+            return 0
+        print(f"poll failed: {summary.error}", file=sys.stderr)
+        return 1
+
+    try:
+        return asyncio.run(once())
+    finally:
+        engine.dispose()
+
+
+def cmd_export_openapi(args: argparse.Namespace) -> int:
+    """Write the OpenAPI schema as YAML (stdout by default)."""
+    from app.main import schema_app
+
+    text = openapi_yaml(schema_app().openapi())
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+    return 0
+
+
+def openapi_yaml(schema: dict[str, object]) -> str:
+    """The schema as stable YAML (key order kept, so diffs stay readable)."""
+    # Round-trip through JSON so only plain types reach the YAML dumper.
+    plain = json.loads(json.dumps(schema))
+    return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, width=100)
+
+
+def cmd_policy_run(args: argparse.Namespace) -> int:
+    """Run a playground scenario and print the decisions."""
+    from app.playground import ScenarioError, load_scenario, render, run_scenario
+
+    path = Path(args.scenario)
+    try:
+        scenario = load_scenario(path)
+        result = run_scenario(scenario)
+    except ScenarioError as exc:
+        where = exc.field if exc.field.startswith(str(path)) else f"{path}: {exc.field}"
+        print(f"error: {where}: {exc.message}", file=sys.stderr)
+        return 2
+    print(render(scenario, result, args.format))
+    return 0
+
+
+def cmd_policy_list(args: argparse.Namespace) -> int:
+    """Print the policy registry: each policy's kind, paper section and parameters."""
+    from app.policies import registry
+
+    for name in registry.names():
+        spec = registry.POLICIES[name]
+        print(f"{name}  [{spec.kind}]  {spec.summary}")
+        print(f"    paper: {spec.paper}")
+        for p in spec.params:
+            print(f"    {p.name} = {p.default!r}: {p.doc}")
+    return 0
+
+
+def cmd_policy_preview(args: argparse.Namespace) -> int:
+    """Poll the RM once, then print what the queue controller would decide now (pushes nothing)."""
+    from app.db.migrate import upgrade
+    from app.db.session import make_engine, make_session_factory
+    from app.services.base import wall_clock_ms
+    from app.services.controller import Controller
+    from app.services.poller import Poller
+    from app.yarn.actuator import Actuator
+    from app.yarn.client import RMClient
+    from app.yarn.errors import RMError
+    from app.yarn.security import rm_client_options
+
+    settings = _settings(args)
+    upgrade(settings.effective_database_url)
+    engine = make_engine(settings.effective_database_url)
+
+    async def once() -> dict[str, object]:
+        async with RMClient(
+            settings.rm_urls,
+            user=settings.rm_user,
+            timeout_s=settings.rm_timeout_s,
+            retries=settings.rm_retries,
+            **rm_client_options(settings),
+        ) as client:
+            sessions = make_session_factory(engine)
+            name, urls = settings.cluster_name, settings.rm_urls
+            poller = Poller(
+                client,
+                sessions,
+                cluster_name=name,
+                rm_urls=urls,
+                interval_s=settings.poll_interval_s,
+            )
+            await poller.poll(wall_clock_ms(), force=True)
+            controller = Controller(
+                Actuator(client),
+                sessions,
+                defaults=settings.control_config(),
+                cluster_name=name,
+                rm_urls=urls,
+                poll_interval_s=settings.poll_interval_s,
+            )
+            return await controller.preview(wall_clock_ms(), None)
+
+    try:
+        result = asyncio.run(once())
+    except RMError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree."""
+    parser = argparse.ArgumentParser(
+        prog="yarn-sidecar",
+        description="Policy sidecar for the Hadoop YARN ResourceManager. Settings come from "
+        "YARN_SIDECAR_* environment variables (see README).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {app_pkg.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve", help="run the API and the loops (poller, controller, admission)"
+    )
+    serve.add_argument("--host", help="bind address (YARN_SIDECAR_API_HOST)")
+    serve.add_argument("--port", type=int, help="port (YARN_SIDECAR_API_PORT)")
+    serve.add_argument("--no-migrate", action="store_true", help="skip 'db upgrade' at start")
+    serve.set_defaults(func=cmd_serve)
+
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    up = db_sub.add_parser("upgrade", help="apply migrations (SQLite or PostgreSQL)")
+    up.add_argument("--revision", default="head", help="target revision (default: head)")
+    up.set_defaults(func=cmd_db_upgrade)
+
+    poll = sub.add_parser("poll-once", help="poll the RM once and print a summary")
+    poll.set_defaults(func=cmd_poll_once)
+
+    export = sub.add_parser("export-openapi", help="write the OpenAPI schema as YAML")
+    export.add_argument("-o", "--output", help="output file (default: stdout)")
+    export.set_defaults(func=cmd_export_openapi)
+
+    policy = sub.add_parser("policy", help="policy playground")
+    policy_sub = policy.add_subparsers(dest="policy_command", required=True, metavar="ACTION")
+    run = policy_sub.add_parser("run", help="run a scenario file and print the decisions")
+    run.add_argument("scenario", help="scenario JSON (see examples/scenarios/)")
+    run.add_argument("--format", choices=("json", "table"), default="json")
+    run.set_defaults(func=cmd_policy_run)
+    listing = policy_sub.add_parser("list", help="print every registered policy and its parameters")
+    listing.set_defaults(func=cmd_policy_list)
+    preview = policy_sub.add_parser(
+        "preview", help="poll once and print what the queue controller would decide now"
+    )
+    preview.set_defaults(func=cmd_policy_preview)
+
+    configure_sim(sub)
+    extend_simulate(sub.choices["simulate"], lambda: load_settings())
+    configure_operator(sub)
+    configure_tokens(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``yarn-sidecar`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Pure control layer: desired shares vs observed configuration -> bounded, ordered actions."""

@@ -1,0 +1,132 @@
+"""Models of deadline-tagged jobs (issue 6; seed 004 ch. 5, ``policies.md`` "PYTHIA and Justice").
+
+* ``jobs``: one row per ``POST /jobs``. Queued jobs wait here, not in memory, so a restart loses
+  none. ``state`` is the sidecar's lifecycle (``app.jobs.states``); ``app_state`` is the RM's word.
+  ``app_id`` is written before the submit call (write-ahead, state ``submitting``) and is unique,
+  so one job never owns two YARN applications.
+* ``job_decisions``: every admission decision (admit, queue, drop, kill) with the numbers that
+  produced it, and every lifecycle step (submit, adopt, finish, cancel, fail) with its reason.
+  ``round_id`` points at the admission round's audit row in the shared ``decisions`` table.
+* ``estimator_states``: the Justice / PYTHIA estimator (Algorithm 3's globals), one row, versioned:
+  every update bumps ``version`` in the transaction that records what was learned.
+* ``estimator_observations``: one row per YARN application considered for TRACK_JOB, keyed by the
+  app id, so each finished app teaches the estimator exactly once, across restarts too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.auth.principal import current_label, current_user
+from app.db.models import Base
+
+
+class Job(Base):
+    """A deadline-tagged job submitted through the sidecar."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_state", "state"),
+        Index("ix_jobs_submitted", "submitted_ms", "id"),
+        Index("ix_jobs_queue_submitted", "queue", "submitted_ms"),
+    )
+
+    # A random hex id, not a counter: the RM tag ``sidecar-job:<id>`` must never match an app of
+    # an earlier database (a counter restarts at 1 after a reset and would adopt a stranger).
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    queue: Mapped[str] = mapped_column(String(500))
+    state: Mapped[str] = mapped_column(String(20))
+    requested_tasks: Mapped[int] = mapped_column(Integer)
+    input_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    block_size: Mapped[int | None] = mapped_column(BigInteger)
+    deadline_s: Mapped[float] = mapped_column(Float)
+    deadline_ms: Mapped[int] = mapped_column(BigInteger)
+    submitted_ms: Mapped[int] = mapped_column(BigInteger)
+    run: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    granted_cpus: Mapped[int | None] = mapped_column(Integer)
+    admitted_ms: Mapped[int | None] = mapped_column(BigInteger)
+    app_id: Mapped[str | None] = mapped_column(String(100), unique=True)
+    app_state: Mapped[str | None] = mapped_column(String(20))
+    final_status: Mapped[str | None] = mapped_column(String(20))
+    yarn_submitted_ms: Mapped[int | None] = mapped_column(BigInteger)
+    finished_ms: Mapped[int | None] = mapped_column(BigInteger)
+    elapsed_ms: Mapped[int | None] = mapped_column(BigInteger)
+    vcore_seconds: Mapped[int | None] = mapped_column(BigInteger)
+    met_deadline: Mapped[bool | None] = mapped_column(Boolean)
+    lifetime_expiry_ms: Mapped[int | None] = mapped_column(BigInteger)
+    timeout_set: Mapped[bool] = mapped_column(Boolean, default=False)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    updated_ms: Mapped[int] = mapped_column(BigInteger)
+    # The user the job runs as on YARN and who may see and cancel it; the sidecar's own user when
+    # submitted without a principal.
+    owner: Mapped[str | None] = mapped_column(String(100), default=current_user)
+
+
+class JobDecision(Base):
+    """One decision or lifecycle step of a job, with the numbers behind it."""
+
+    __tablename__ = "job_decisions"
+    __table_args__ = (Index("ix_job_decisions_job", "job_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    round_id: Mapped[int | None] = mapped_column(ForeignKey("decisions.id", ondelete="SET NULL"))
+    created_ms: Mapped[int] = mapped_column(BigInteger)
+    action: Mapped[str] = mapped_column(String(20))
+    policy: Mapped[str | None] = mapped_column(String(20))
+    cpus: Mapped[int] = mapped_column(Integer, default=0)
+    req_cpus: Mapped[int | None] = mapped_column(Integer)
+    fraction: Mapped[float | None] = mapped_column(Float)
+    ttd_s: Mapped[float | None] = mapped_column(Float)
+    priority: Mapped[float | None] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    numbers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    principal: Mapped[str | None] = mapped_column(String(200), default=current_label)
+
+
+class EstimatorStateRow(Base):
+    """The estimator's state (``EstimatorState.to_dict()``); one row, ``version`` +1 per update."""
+
+    __tablename__ = "estimator_states"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class EstimatorObservation(Base):
+    """A finished YARN application considered by TRACK_JOB (learned from, or skipped and why)."""
+
+    __tablename__ = "estimator_observations"
+    __table_args__ = (Index("ix_estimator_observations_observed", "observed_ms"),)
+
+    app_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    source: Mapped[str] = mapped_column(String(20))
+    observed_ms: Mapped[int] = mapped_column(BigInteger)
+    learned: Mapped[bool] = mapped_column(Boolean)
+    tasks: Mapped[int | None] = mapped_column(Integer)
+    deadline_s: Mapped[float | None] = mapped_column(Float)
+    comp_time: Mapped[float | None] = mapped_column(Float)
+    cpus: Mapped[int | None] = mapped_column(Integer)
+    success: Mapped[bool | None] = mapped_column(Boolean)
+    estimator_version: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text, default="")

@@ -1,0 +1,394 @@
+"""Repository functions of deadline jobs (issue 6). Each takes a ``Session`` and never commits.
+
+State changes go through ``transition``: an ``UPDATE ... WHERE state IN (...)`` whose row count
+tells the caller whether it won, so the API (cancel) and the admission service (admit, submit,
+kill) never overwrite each other's step, on one process or several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import CursorResult, and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, JobDecision
+from app.db.models import Application, Cluster, ClusterSample
+from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
+from app.domain.model import FINAL_APP_STATES
+from app.domain.tags import (
+    CANCELLED,
+    DEADLINE_TAG,
+    FAILED,
+    FINISHED,
+    HOLDING_STATES,
+    JOB_TAG,
+    KILLED,
+    QUEUED,
+)
+from app.policies.justice import core as justice
+
+ESTIMATOR_ID = 1
+
+
+# ---- estimator ---------------------------------------------------------------------------------
+
+
+def lock_estimator(session: Session, now_ms: int) -> EstimatorStateRow:
+    """The estimator row, created empty on first use and locked for this transaction.
+
+    On PostgreSQL the row lock (``SELECT ... FOR UPDATE``) serialises every transaction that
+    admits or learns, across processes; SQLite serialises writers itself.
+    """
+    row = _select_estimator(session)
+    if row is not None:
+        return row
+    # First use: two processes may race to create it; ON CONFLICT lets both go on.
+    dialect = session.get_bind().dialect.name
+    values = {"id": ESTIMATOR_ID, "version": 0, "state": {}, "updated_ms": now_ms}
+    stmt: Any
+    if dialect == "postgresql":
+        stmt = postgresql.insert(EstimatorStateRow).values(values).on_conflict_do_nothing()
+    else:
+        stmt = sqlite.insert(EstimatorStateRow).values(values).on_conflict_do_nothing()
+    session.execute(stmt)
+    row = _select_estimator(session)
+    assert row is not None  # inserted just above
+    return row
+
+
+def _select_estimator(session: Session) -> EstimatorStateRow | None:
+    return session.scalar(
+        select(EstimatorStateRow)
+        .where(EstimatorStateRow.id == ESTIMATOR_ID)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+
+
+def save_estimator(
+    session: Session, row: EstimatorStateRow, state: justice.EstimatorState, now_ms: int
+) -> int:
+    """Store a new estimator state; returns the new version."""
+    row.state = state.to_dict()
+    row.version += 1
+    row.updated_ms = now_ms
+    session.flush()
+    return row.version
+
+
+def read_estimator(session: Session) -> EstimatorStateRow | None:
+    """The estimator row without locking it (for ``GET /estimator``)."""
+    return session.get(EstimatorStateRow, ESTIMATOR_ID)
+
+
+def observation_counts(session: Session) -> tuple[int, int]:
+    """(apps learned from, apps skipped) over all observations."""
+    rows = session.execute(
+        select(EstimatorObservation.learned, func.count()).group_by(EstimatorObservation.learned)
+    ).all()
+    counts = {bool(learned): int(n) for learned, n in rows}
+    return counts.get(True, 0), counts.get(False, 0)
+
+
+# ---- capacity ----------------------------------------------------------------------------------
+
+
+def running_vcores(session: Session, cluster_name: str) -> int | None:
+    """Total vcores of the RUNNING NodeManagers at the latest poll, or ``None`` before any."""
+    cluster_id = session.scalar(select(Cluster.id).where(Cluster.name == cluster_name))
+    if cluster_id is None:
+        return None
+    total = session.scalar(
+        select(ClusterSample.capability_vcores)
+        .where(ClusterSample.cluster_id == cluster_id)
+        .order_by(ClusterSample.taken_ms.desc())
+        .limit(1)
+    )
+    return None if total is None else int(total)
+
+
+def cluster_id(session: Session, cluster_name: str) -> int | None:
+    """The cluster row's id, if the poller created it."""
+    return session.scalar(select(Cluster.id).where(Cluster.name == cluster_name))
+
+
+# ---- jobs --------------------------------------------------------------------------------------
+
+
+def add_job(session: Session, job: Job) -> Job:
+    """Insert a new job (flushed, so a duplicate idempotency key fails here)."""
+    session.add(job)
+    session.flush()
+    return job
+
+
+def get_job(session: Session, job_id: str) -> Job | None:
+    """One job by id."""
+    return session.get(Job, job_id)
+
+
+def job_by_key(session: Session, key: str) -> Job | None:
+    """The job created with an idempotency key."""
+    return session.scalar(select(Job).where(Job.idempotency_key == key))
+
+
+def jobs_in(
+    session: Session, states: Iterable[str], limit: int = 1000, *, with_timeout: bool = True
+) -> list[Job]:
+    """Jobs in the given states, oldest submission first; ``with_timeout=False`` leaves out
+    those whose YARN LIFETIME timeout is already set."""
+    stmt = select(Job).where(Job.state.in_(list(states)))
+    if not with_timeout:
+        stmt = stmt.where(Job.timeout_set.is_(False))
+    return list(session.scalars(stmt.order_by(Job.submitted_ms, Job.id).limit(limit)))
+
+
+def admission_inputs(
+    session: Session,
+) -> tuple[list[justice.Job], list[justice.RunningJob]]:
+    """Queued jobs and CPU-holding jobs (admitted, submitting, submitted) in one query."""
+    stmt = (
+        select(
+            Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms,
+            Job.granted_cpus,
+        )
+        .where(Job.state.in_([QUEUED, *HOLDING_STATES]))
+        .order_by(Job.submitted_ms, Job.id)
+    )  # fmt: skip
+    waiting: list[justice.Job] = []
+    running: list[justice.RunningJob] = []
+    for job_id, state, tasks, deadline_s, submitted_ms, cpus in session.execute(stmt):
+        if state == QUEUED:
+            waiting.append(justice.Job(job_id, tasks, deadline_s, submitted_ms / 1000))
+        else:
+            running.append(
+                justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
+            )
+    return waiting, running
+
+
+def transition(
+    session: Session, job_id: str, from_states: Sequence[str], now_ms: int, **values: Any
+) -> bool:
+    """Move a job out of one of ``from_states``, setting ``values``; False if it was elsewhere."""
+    stmt = (
+        update(Job)
+        .where(Job.id == job_id, Job.state.in_(list(from_states)))
+        .values(updated_ms=now_ms, **values)
+        .execution_options(synchronize_session=False)
+    )
+    result: CursorResult[Any] = session.execute(stmt)  # type: ignore[assignment]
+    return result.rowcount == 1
+
+
+def transition_app(
+    session: Session,
+    job_id: str,
+    from_states: Sequence[str],
+    current_app_id: str | None,
+    now_ms: int,
+    **values: Any,
+) -> bool:
+    """``transition`` that also requires the job's current ``app_id`` (write-ahead submission:
+    whoever reserved the id owns the submit; a second claimant sees the id changed and stops)."""
+    owned = Job.app_id.is_(None) if current_app_id is None else Job.app_id == current_app_id
+    stmt = (
+        update(Job)
+        .where(Job.id == job_id, Job.state.in_(list(from_states)), owned)
+        .values(updated_ms=now_ms, **values)
+        .execution_options(synchronize_session=False)
+    )
+    result: CursorResult[Any] = session.execute(stmt)  # type: ignore[assignment]
+    return result.rowcount == 1
+
+
+def add_decision(session: Session, decision: JobDecision) -> JobDecision:
+    """Append one decision or lifecycle step of a job."""
+    session.add(decision)
+    session.flush()
+    return decision
+
+
+def decisions_of(session: Session, job_id: str) -> list[JobDecision]:
+    """Every decision of a job, oldest first."""
+    stmt = select(JobDecision).where(JobDecision.job_id == job_id).order_by(JobDecision.id)
+    return list(session.scalars(stmt))
+
+
+def first_decision(session: Session, job_id: str) -> JobDecision | None:
+    """The decision the job's submission produced."""
+    stmt = select(JobDecision).where(JobDecision.job_id == job_id).order_by(JobDecision.id)
+    return session.scalars(stmt.limit(1)).first()
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """Filters of ``GET /jobs``; times are epoch ms on the submission time."""
+
+    state: str | None = None
+    queue: str | None = None
+    submitted_from_ms: int | None = None
+    submitted_to_ms: int | None = None
+
+
+def list_jobs(
+    session: Session, flt: JobFilter, limit: int, cursor: str | None
+) -> tuple[list[Job], str | None]:
+    """Jobs newest first (submission time, then id), keyset-paginated."""
+    stmt = select(Job)
+    if flt.state:
+        stmt = stmt.where(Job.state == flt.state)
+    if flt.queue:
+        stmt = stmt.where(
+            or_(Job.queue == flt.queue, Job.queue.endswith(f".{flt.queue}", autoescape=True))
+        )
+    if flt.submitted_from_ms is not None:
+        stmt = stmt.where(Job.submitted_ms >= flt.submitted_from_ms)
+    if flt.submitted_to_ms is not None:
+        stmt = stmt.where(Job.submitted_ms < flt.submitted_to_ms)
+    if cursor:
+        last_ms, last_id = decode_cursor(cursor, 2)
+        if not isinstance(last_ms, int) or not isinstance(last_id, str):
+            raise InvalidCursor("cursor is not one this server issued")
+        stmt = stmt.where(
+            or_(Job.submitted_ms < last_ms, and_(Job.submitted_ms == last_ms, Job.id < last_id))
+        )
+    stmt = stmt.order_by(Job.submitted_ms.desc(), Job.id.desc()).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = encode_cursor([rows[-1].submitted_ms, rows[-1].id])
+    return rows, next_cursor
+
+
+# ---- observations ------------------------------------------------------------------------------
+
+
+def jobs_with_apps(session: Session, states: Sequence[str]) -> list[tuple[Job, Application]]:
+    """Jobs in ``states`` whose YARN application the poller has recorded."""
+    stmt = (
+        select(Job, Application)
+        .join(Application, Application.app_id == Job.app_id)
+        .where(Job.state.in_(list(states)))
+        .order_by(Job.submitted_ms)
+    )
+    return [(job, app) for job, app in session.execute(stmt).all()]
+
+
+def last_good_poll_ms(session: Session, cluster_name: str) -> int | None:
+    """When the poller last read the whole RM successfully, or ``None`` before any poll."""
+    return session.scalar(select(Cluster.last_good_poll_ms).where(Cluster.name == cluster_name))
+
+
+def _settled(settled_ms: int) -> Any:
+    # The poller re-reads a finished app until its grace has passed; only then is it final.
+    return or_(Application.finished_ms.is_(None), Application.finished_ms <= settled_ms)
+
+
+def unlearned_job_apps(
+    session: Session, settled_ms: int, limit: int = 500
+) -> list[tuple[Job, Application]]:
+    """Jobs whose app ended before ``settled_ms`` and that TRACK_JOB has not considered yet."""
+    stmt = (
+        select(Job, Application)
+        .join(Application, Application.app_id == Job.app_id)
+        .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
+        .where(
+            EstimatorObservation.app_id.is_(None),
+            Job.state.in_([FINISHED, FAILED, KILLED, CANCELLED]),
+            Application.state.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms),
+        )
+        .order_by(Application.finished_ms, Application.app_id)
+        .limit(limit)
+    )
+    return [(job, app) for job, app in session.execute(stmt).all()]
+
+
+def unseen_job_apps(
+    session: Session, cluster_name: str, states: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(job id, app id) of jobs in ``states`` whose app is not final in the history but was
+    missing from the latest good poll (which lists every app the RM still holds)."""
+    last_good = last_good_poll_ms(session, cluster_name)
+    if last_good is None:
+        return []
+    stmt = (
+        select(Job.id, Application.app_id)
+        .join(Application, Application.app_id == Job.app_id)
+        .where(
+            Job.state.in_(list(states)),
+            Application.state.not_in(sorted(FINAL_APP_STATES)),
+            Application.gone_ms.is_not(None),
+        )
+        .order_by(Job.submitted_ms)
+    )
+    return [(job_id, app_id) for job_id, app_id in session.execute(stmt).all()]
+
+
+def live_job_tagged_apps(session: Session, cluster_name: str) -> list[Application]:
+    """Apps carrying a ``sidecar-job:`` tag that the latest good poll listed as not final."""
+    last_good = last_good_poll_ms(session, cluster_name)
+    if last_good is None:
+        return []
+    stmt = select(Application).where(
+        Application.state.not_in(sorted(FINAL_APP_STATES)),
+        Application.gone_ms.is_(None),
+        Application.tags.contains(f",{JOB_TAG}", autoescape=True),
+    )
+    return list(session.scalars(stmt))
+
+
+def last_step_ms(session: Session, job_id: str, action: str) -> int | None:
+    """When the job's latest decision with ``action`` was recorded."""
+    stmt = select(func.max(JobDecision.created_ms)).where(
+        JobDecision.job_id == job_id, JobDecision.action == action
+    )
+    return session.scalar(stmt)
+
+
+def unobserved_tagged_apps(
+    session: Session, settled_ms: int, limit: int = 500
+) -> list[Application]:
+    """Apps tagged ``deadline:`` that no sidecar job owns, ended before ``settled_ms``, and that
+    nobody has learned from."""
+    stmt = (
+        select(Application)
+        .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
+        .where(
+            EstimatorObservation.app_id.is_(None),
+            Application.state.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms),
+            Application.tags.contains(f",{DEADLINE_TAG}", autoescape=True),
+            ~Application.tags.contains(f",{JOB_TAG}", autoescape=True),
+        )
+        .order_by(Application.finished_ms, Application.app_id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))
+
+
+def is_observed(session: Session, app_id: str) -> bool:
+    """True once an app has been considered by TRACK_JOB."""
+    return session.get(EstimatorObservation, app_id) is not None
+
+
+def add_observation(session: Session, observation: EstimatorObservation) -> None:
+    """Record that an app was learned from or skipped (its id is the primary key: once only)."""
+    session.add(observation)
+    session.flush()
+
+
+def observations(session: Session, limit: int = 100) -> list[EstimatorObservation]:
+    """The most recent observations, newest first."""
+    stmt = (
+        select(EstimatorObservation)
+        .order_by(EstimatorObservation.observed_ms.desc(), EstimatorObservation.app_id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

@@ -1,0 +1,496 @@
+"""Read models of the operator's view: what ``/metrics`` and the ``/ui`` dashboard show, derived
+from the recorded history (samples, decisions, pushes, ledger, jobs, estimator, polls).
+
+Everything here is a read; the numbers come from the rows the loops already write, so a scrape
+or a page view never disturbs the control loop and every shown value can be traced to a record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.orm import Session
+
+from app.db import repo
+from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
+from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
+from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, QueueSample
+from app.domain.model import AppRecord, Resources
+
+QUEUE_KIND = "queue"
+# controller records that ran no policy (nothing to plot)
+SKIP_STATUSES = ("observe", "stale", "static", "rm_error", "policy_error")
+# Seconds; the poll-duration histogram's upper bounds (a healthy poll takes tens of ms).
+POLL_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def reason_template(reason: str) -> str:
+    """A decision reason with its numbers replaced by ``N``: a bounded label value
+    (``request of 4 CPUs does not fit in 2 free`` -> ``request of N CPUs does not fit in N free``).
+    """
+    text = _NUMBER.sub("N", reason.split(";", 1)[0]).strip()
+    return text[:80] or "none"
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueNow:
+    """One queue's latest numbers, each None when nothing recorded it yet."""
+
+    path: str
+    is_leaf: bool
+    configured: float | None = None
+    used_capacity: float | None = None
+    absolute_used: float | None = None
+    used_vcores: int | None = None
+    pending_containers: int | None = None
+    running_apps: int | None = None
+    pending_apps: int | None = None
+    desired: float | None = None
+    pushed: float | None = None
+    weight: float | None = None
+    share: float | None = None
+    debt: float | None = None
+    discrimination: float | None = None
+    drift: bool = False
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """Everything ``/metrics`` exposes that lives in the database."""
+
+    cluster_known: bool = False
+    queues: list[QueueNow] = field(default_factory=list)
+    apps_by_state: dict[str, int] = field(default_factory=dict)
+    control_by_status: dict[str, int] = field(default_factory=dict)
+    pushes_by_outcome: dict[str, int] = field(default_factory=dict)
+    admission: dict[tuple[str, str], int] = field(default_factory=dict)
+    jobs_by_state: dict[str, int] = field(default_factory=dict)
+    deadlines: dict[str, int] = field(default_factory=dict)
+    estimator: dict[str, Any] = field(default_factory=dict)
+    polls_by_outcome: dict[str, int] = field(default_factory=dict)
+    poll_buckets: list[int] = field(default_factory=list)
+    poll_count: int = 0
+    poll_sum_s: float = 0.0
+    last_poll_duration_s: float | None = None
+    last_good_poll_ms: int | None = None
+    last_decision_ms: int | None = None
+
+
+def latest_queue_decision(session: Session, cluster_id: int) -> Decision | None:
+    """The newest controller tick that ran a policy (skips carry no plan)."""
+    ids = session.scalars(
+        select(Decision.id)
+        .where(Decision.cluster_id == cluster_id, Decision.kind == QUEUE_KIND)
+        .order_by(Decision.created_ms.desc(), Decision.id.desc())
+        .limit(20)
+    ).all()
+    for decision_id in ids:  # normally the first one; each row is large
+        row = session.get(Decision, decision_id)
+        if row is not None and (row.outputs or {}).get("plan"):
+            return row
+    return None
+
+
+def decision_numbers(row: Decision | None) -> dict[str, dict[str, float]]:
+    """Per-queue numbers of one controller decision: desired (target) capacity, weight, measured
+    share, debt, discrimination, drift (1.0), each keyed by queue path."""
+    out: dict[str, dict[str, float]] = {}
+    if row is None:
+        return out
+
+    def put(queue: str, key: str, value: Any) -> None:
+        number = _float(value)
+        if number is not None:
+            out.setdefault(queue, {})[key] = number
+
+    outputs, inputs = row.outputs or {}, row.inputs or {}
+    for q, line in ((outputs.get("plan") or {}).get("queues") or {}).items():
+        if isinstance(line, Mapping) and _float(line.get("target_h")) is not None:
+            put(q, "desired", float(line["target_h"]) / 100)
+    details = (outputs.get("policy") or {}).get("details") or {}
+    for key, name in (("weights", "weight"), ("discrimination", "discrimination")):
+        for q, v in (details.get(key) or {}).items():
+            put(q, name, v)
+    for q, v in (details.get("debt") or {}).items():
+        put(q, "debt", v)
+    for q, v in (((inputs.get("policy_inputs") or {}).get("queues")) or {}).items():
+        if isinstance(v, Mapping):
+            put(q, "share", v.get("used_fraction"))
+    for q in (outputs.get("drift") or {}).get("queues") or {}:
+        put(q, "drift", 1.0)
+    return out
+
+
+def latest_pushed(session: Session, cluster_id: int) -> dict[str, float]:
+    """Each queue's capacity as last written by an applied push (or accepted as baseline)."""
+    rows = session.scalars(
+        select(ConfigPush)
+        .where(
+            ConfigPush.cluster_id == cluster_id,
+            ConfigPush.status.in_(("applied", "baseline", "unverified")),
+        )
+        .order_by(ConfigPush.pushed_ms.desc(), ConfigPush.id.desc())
+        .limit(50)
+    ).all()
+    out: dict[str, float] = {}
+    for row in rows:
+        for q, values in (row.values or {}).items():
+            cap = _float((values or {}).get("capacity")) if isinstance(values, Mapping) else None
+            if q not in out and cap is not None:
+                out[q] = cap
+    return out
+
+
+def latest_debts(session: Session, cluster_id: int) -> dict[str, float]:
+    """The LTRF ledger's debt of each queue at its newest integrated interval."""
+    newest = (
+        select(LedgerEntry.queue, func.max(LedgerEntry.end_ms).label("end_ms"))
+        .where(LedgerEntry.cluster_id == cluster_id)
+        .group_by(LedgerEntry.queue)
+        .subquery()
+    )
+    rows = session.execute(
+        select(LedgerEntry.queue, LedgerEntry.debt).join(
+            newest,
+            and_(
+                LedgerEntry.queue == newest.c.queue,
+                LedgerEntry.end_ms == newest.c.end_ms,
+                LedgerEntry.cluster_id == cluster_id,
+            ),
+        )
+    ).all()
+    return {q: float(d) for q, d in rows}
+
+
+def fawkes_discrimination(session: Session, cluster_id: int) -> dict[str, float]:
+    """Fawkes' ``D_i`` as kept between ticks (any weighting's state)."""
+    out: dict[str, float] = {}
+    rows = session.scalars(
+        select(PolicyState)
+        .where(PolicyState.cluster_id == cluster_id, PolicyState.policy.like("fawkes%"))
+        .order_by(PolicyState.updated_ms)
+    ).all()
+    for row in rows:
+        for q, v in ((row.state or {}).get("discrimination") or {}).items():
+            number = _float(v)
+            if number is not None:
+                out[q] = number
+    return out
+
+
+def _grouped(session: Session, column: Any, *where: Any) -> dict[str, int]:
+    rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
+    return {str(k): int(n) for k, n in rows if k is not None}
+
+
+def snapshot(session: Session, cluster_name: str) -> Snapshot:
+    """The database's part of one scrape."""
+    snap = Snapshot()
+    cluster = repo.get_cluster(session, cluster_name)
+    snap.jobs_by_state = _grouped(session, Job.state)
+    met = session.execute(
+        select(Job.met_deadline, func.count())
+        .where(Job.met_deadline.is_not(None))
+        .group_by(Job.met_deadline)
+    ).all()
+    snap.deadlines = {"met": 0, "missed": 0}
+    for flag, n in met:
+        snap.deadlines["met" if flag else "missed"] += int(n)
+    admission: Counter[tuple[str, str]] = Counter()
+    for action, reason, n in session.execute(
+        select(JobDecision.action, JobDecision.reason, func.count()).group_by(
+            JobDecision.action, JobDecision.reason
+        )
+    ).all():
+        admission[(str(action), reason_template(reason or ""))] += int(n)
+    snap.admission = dict(admission)
+    est = session.scalars(select(EstimatorStateRow).order_by(EstimatorStateRow.id).limit(1)).first()
+    if est is not None:
+        snap.estimator = {**(est.state or {}), "version": est.version}
+    if cluster is None:
+        return snap
+    snap.cluster_known = True
+    cid = cluster.id
+    snap.last_good_poll_ms = cluster.last_good_poll_ms
+    snap.apps_by_state = _grouped(session, Application.state, Application.cluster_id == cid)
+    snap.control_by_status = _grouped(
+        session, Decision.status, Decision.cluster_id == cid, Decision.kind == QUEUE_KIND
+    )
+    snap.pushes_by_outcome = _grouped(
+        session, ConfigPush.status, ConfigPush.cluster_id == cid, ConfigPush.status != "baseline"
+    )
+    _polls(session, cid, snap)
+    decision = latest_queue_decision(session, cid)
+    snap.last_decision_ms = decision.created_ms if decision is not None else None
+    numbers = decision_numbers(decision)
+    pushed = latest_pushed(session, cid)
+    debts = latest_debts(session, cid)
+    disc = fawkes_discrimination(session, cid)
+    for view in repo.latest_queues(session, cid):
+        q, s = view.queue, view.sample
+        nums = numbers.get(q.path, {})
+        snap.queues.append(
+            QueueNow(
+                path=q.path,
+                is_leaf=q.is_leaf,
+                configured=s.capacity if s is not None else q.capacity,
+                used_capacity=s.used_capacity if s is not None else None,
+                absolute_used=s.absolute_used_capacity if s is not None else None,
+                used_vcores=s.used_vcores if s is not None else None,
+                pending_containers=s.pending_containers if s is not None else None,
+                running_apps=s.running_apps if s is not None else None,
+                pending_apps=s.pending_apps if s is not None else None,
+                desired=nums.get("desired"),
+                pushed=pushed.get(q.path),
+                weight=nums.get("weight"),
+                share=nums.get("share"),
+                debt=debts.get(q.path, nums.get("debt")),
+                discrimination=disc.get(q.path, nums.get("discrimination")),
+                drift=bool(nums.get("drift")),
+            )
+        )
+    return snap
+
+
+def _polls(session: Session, cluster_id: int, snap: Snapshot) -> None:
+    snap.polls_by_outcome = {"ok": 0, "error": 0}
+    for ok, n in session.execute(
+        select(PollRecord.ok, func.count())
+        .where(PollRecord.cluster_id == cluster_id)
+        .group_by(PollRecord.ok)
+    ).all():
+        snap.polls_by_outcome["ok" if ok else "error"] += int(n)
+    buckets = [
+        func.sum(case((PollRecord.duration_ms <= int(b * 1000), 1), else_=0)) for b in POLL_BUCKETS
+    ]
+    row = session.execute(
+        select(func.count(), func.sum(PollRecord.duration_ms), *buckets).where(
+            PollRecord.cluster_id == cluster_id
+        )
+    ).one()
+    snap.poll_count = int(row[0] or 0)
+    snap.poll_sum_s = float(row[1] or 0) / 1000
+    snap.poll_buckets = [int(v or 0) for v in row[2:]]
+    last = session.scalars(
+        select(PollRecord.duration_ms)
+        .where(PollRecord.cluster_id == cluster_id)
+        .order_by(PollRecord.started_ms.desc())
+        .limit(1)
+    ).first()
+    snap.last_poll_duration_s = last / 1000 if last is not None else None
+
+
+# ----- the dashboard's series -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSeries:
+    """One queue over a window: sampled capacity and usage, and the controller's weight, desired
+    capacity and debt at each of its decisions. Times in epoch ms."""
+
+    path: str
+    t: list[int]
+    capacity: list[float]
+    used_capacity: list[float]
+    absolute_used: list[float]
+    decision_t: list[int]
+    weight: list[float | None]
+    desired: list[float | None]
+    debt_t: list[int]
+    debt: list[float]
+
+
+def _thin(n: int, points: int) -> int:
+    return max(1, -(-n // max(1, points)))
+
+
+def queue_series(
+    session: Session, cluster_id: int, path: str, since_ms: int, until_ms: int, points: int
+) -> QueueSeries | None:
+    """At most ``points`` points per series (every k-th row), oldest first."""
+    queue = session.scalars(
+        select(Queue).where(Queue.cluster_id == cluster_id, Queue.path == path)
+    ).first()
+    if queue is None:
+        return None
+    samples = session.execute(
+        select(
+            QueueSample.taken_ms,
+            QueueSample.capacity,
+            QueueSample.used_capacity,
+            QueueSample.absolute_used_capacity,
+        )
+        .where(
+            QueueSample.queue_id == queue.id,
+            QueueSample.taken_ms >= since_ms,
+            QueueSample.taken_ms < until_ms,
+        )
+        .order_by(QueueSample.taken_ms)
+    ).all()
+    step = _thin(len(samples), points)
+    kept = samples[::step]
+    # the two numbers are pulled out of the JSON by the database: a tick's record holds every
+    # queue's inputs and plan, and parsing hundreds of them for one queue is the slow part
+    target = Decision.outputs[("plan", "queues", path, "target_h")].as_float()
+    weight_of = Decision.outputs[("policy", "details", "weights", path)].as_float()
+    rows = session.execute(
+        select(Decision.created_ms, target, weight_of)
+        .where(
+            Decision.cluster_id == cluster_id,
+            Decision.kind == QUEUE_KIND,
+            Decision.created_ms >= since_ms,
+            Decision.created_ms < until_ms,
+            Decision.status.not_in(SKIP_STATUSES),
+        )
+        .order_by(Decision.created_ms)
+    ).all()
+    rows = rows[:: _thin(len(rows), points)]
+    dt_ = [int(r[0]) for r in rows]
+    desired = [float(r[1]) / 100 if r[1] is not None else None for r in rows]
+    weight = [float(r[2]) if r[2] is not None else None for r in rows]
+    ledger = session.execute(
+        select(LedgerEntry.end_ms, LedgerEntry.debt)
+        .where(
+            LedgerEntry.cluster_id == cluster_id,
+            LedgerEntry.queue == path,
+            LedgerEntry.end_ms >= since_ms,
+            LedgerEntry.end_ms < until_ms,
+        )
+        .order_by(LedgerEntry.end_ms)
+    ).all()
+    ledger = ledger[:: _thin(len(ledger), points)]
+    return QueueSeries(
+        path=path,
+        t=[int(r[0]) for r in kept],
+        capacity=[float(r[1]) for r in kept],
+        used_capacity=[float(r[2]) for r in kept],
+        absolute_used=[float(r[3]) for r in kept],
+        decision_t=dt_,
+        weight=weight,
+        desired=desired,
+        debt_t=[int(r[0]) for r in ledger],
+        debt=[float(r[1]) for r in ledger],
+    )
+
+
+def job_counts(session: Session) -> dict[str, int]:
+    """Deadline jobs by state (the dashboard's filter chips)."""
+    return _grouped(session, Job.state)
+
+
+def job_etas(session: Session, job_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each job's application progress and an ETA extrapolated from it: a running app that was
+    ``p`` % done ``e`` ms after it started should end at ``start + e * 100 / p``."""
+    if not job_ids:
+        return {}
+    rows = session.execute(
+        select(Job.id, Application)
+        .join(Application, Application.app_id == Job.app_id)
+        .where(Job.id.in_(list(job_ids)))
+    ).all()
+    out: dict[str, dict[str, Any]] = {}
+    for job_id, a in rows:
+        eta: int | None = None
+        if a.finished_ms is not None:
+            eta = a.finished_ms
+        elif a.started_ms is not None and a.progress > 0:
+            eta = a.started_ms + int((a.updated_ms - a.started_ms) * 100 / a.progress)
+        out[str(job_id)] = {"progress": a.progress, "eta_ms": eta, "app_state": a.state}
+    return out
+
+
+# ----- what-if input ---------------------------------------------------------------------------
+
+
+def finished_apps(
+    session: Session, cluster_name: str, since_ms: int | None, until_ms: int | None
+) -> list[AppRecord]:
+    """Finished applications submitted in ``[since_ms, until_ms)``, as domain records."""
+    cluster = repo.get_cluster(session, cluster_name)
+    if cluster is None:
+        return []
+    stmt = select(Application).where(
+        Application.cluster_id == cluster.id, Application.finished_ms.is_not(None)
+    )
+    if since_ms is not None:
+        stmt = stmt.where(Application.submitted_ms >= since_ms)
+    if until_ms is not None:
+        stmt = stmt.where(Application.submitted_ms < until_ms)
+    return [_record(a) for a in session.scalars(stmt.order_by(Application.submitted_ms))]
+
+
+def _record(a: Application) -> AppRecord:
+    return AppRecord(
+        app_id=a.app_id,
+        user=a.user,
+        queue=a.queue,
+        name=a.name,
+        app_type=a.app_type,
+        tags=tuple(t for t in a.tags.split(",") if t),
+        state=a.state,
+        final_status=a.final_status,
+        progress=a.progress,
+        submitted_ms=a.submitted_ms,
+        started_ms=a.started_ms,
+        launched_ms=a.launched_ms,
+        finished_ms=a.finished_ms,
+        elapsed_ms=a.elapsed_ms,
+        allocated=Resources(a.allocated_vcores, a.allocated_mb),
+        vcore_seconds=a.vcore_seconds,
+        memory_seconds=a.memory_seconds,
+        running_containers=a.running_containers,
+        priority=a.priority,
+        diagnostics=a.diagnostics,
+    )
+
+
+def job_deadlines(session: Session, app_ids: Sequence[str]) -> dict[str, float]:
+    """Deadline (seconds after submission) of the apps that were sidecar deadline jobs."""
+    out: dict[str, float] = {}
+    ids = list(app_ids)
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        chunk = ids[start : start + 500]
+        for app_id, deadline in session.execute(
+            select(Job.app_id, Job.deadline_s).where(Job.app_id.in_(chunk))
+        ).all():
+            out[str(app_id)] = float(deadline)
+    return out
+
+
+def cluster_vcores(session: Session, cluster_name: str) -> int | None:
+    """The cluster's vcores at its newest node sample."""
+    cluster = repo.get_cluster(session, cluster_name)
+    if cluster is None:
+        return None
+    newest = session.scalar(
+        select(func.max(NodeSample.taken_ms)).where(NodeSample.cluster_id == cluster.id)
+    )
+    if newest is None:
+        return None
+    total = session.scalar(
+        select(func.sum(NodeSample.capability_vcores)).where(
+            NodeSample.cluster_id == cluster.id,
+            NodeSample.taken_ms == newest,
+            NodeSample.state == "RUNNING",
+        )
+    )
+    return int(total) if total else None

@@ -1,0 +1,138 @@
+"""Promise's history in SQL: the estimator rebuilt from the learned observations, and the jobs
+an admission round plans over (the "job history in SQL for profile estimation" of the mission;
+``app/policies/promise``).
+
+Every learned observation (``estimator_observations``: tasks, deadline, ``comp_time`` =
+``vcoreSeconds``) is joined with its application row for the signature (name, type, user, queue,
+tags), in observation order, so the same database always gives the same estimator: a restart
+rebuilds exactly what was there (``load_estimator``). ``EstimatorCache`` keeps the rebuilt
+estimator between rounds and only learns the observations added since (incremental update).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.jobs_models import EstimatorObservation, Job
+from app.db.models import Application
+from app.domain.tags import HOLDING_STATES, QUEUED
+from app.policies.promise import core
+from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome
+from app.policies.promise.signature import Keys, keys_for
+
+
+def app_keys(app: Application) -> Keys:
+    """Signature keys of a finished application."""
+    tags = [tag for tag in app.tags.split(",") if tag]
+    return keys_for(name=app.name, app_type=app.app_type, user=app.user, queue=app.queue, tags=tags)
+
+
+def job_keys(job: Job) -> Keys:
+    """Signature keys of a sidecar job (its run spec's user and type when it names them)."""
+    run = job.run or {}
+    user = str(run.get("user", "")) if isinstance(run, dict) else ""
+    kind = str(run.get("type", run.get("kind", ""))) if isinstance(run, dict) else ""
+    profile = run.get("profile") if isinstance(run, dict) else None
+    tags = [str(tag) for tag in (job.tags or [])]
+    return keys_for(
+        name=job.name,
+        app_type=kind,
+        user=user,
+        queue=job.queue,
+        tags=tags,
+        profile=str(profile) if profile else None,
+    )
+
+
+def _observations(
+    session: Session, after: tuple[int, str] | None, capacity: int
+) -> list[tuple[Outcome, tuple[int, str]]]:
+    stmt = (
+        select(EstimatorObservation, Application)
+        .join(Application, Application.app_id == EstimatorObservation.app_id)
+        .where(EstimatorObservation.learned.is_(True))
+        .order_by(EstimatorObservation.observed_ms, EstimatorObservation.app_id)
+    )
+    out: list[tuple[Outcome, tuple[int, str]]] = []
+    for obs, app in session.execute(stmt):
+        mark = (obs.observed_ms, obs.app_id)
+        if after is not None and mark <= after:
+            continue
+        if not obs.tasks or not obs.comp_time or obs.comp_time <= 0:
+            continue
+        max_cpus = max(1, min(obs.tasks, capacity))
+        out.append(
+            (Outcome(app_keys(app), obs.tasks, obs.comp_time, obs.deadline_s, max_cpus), mark)
+        )
+    return out
+
+
+def load_estimator(session: Session, params: EstimatorParams, capacity: int) -> Estimator:
+    """The estimator rebuilt from every learned observation (``maxCPUs`` capped at
+    ``capacity``, as TRACK_JOB caps it)."""
+    est = Estimator(params)
+    for outcome, _ in _observations(session, None, capacity):
+        est.learn(outcome)
+    return est
+
+
+@dataclass(slots=True)
+class EstimatorCache:
+    """The estimator between rounds; ``refresh`` learns only what was observed since."""
+
+    params: EstimatorParams
+    estimator: Estimator | None = None
+    mark: tuple[int, str] | None = None
+    learned: int = field(default=0)
+
+    capacity: int = 0
+
+    def refresh(self, session: Session, capacity: int) -> Estimator:
+        """Bring the estimator up to date with the database and return it (rebuilt in full when
+        the capacity changed, since ``maxCPUs`` depends on it)."""
+        if self.estimator is None or capacity != self.capacity:
+            self.estimator = Estimator(self.params)
+            self.mark = None
+            self.capacity = capacity
+        for outcome, mark in _observations(session, self.mark, capacity):
+            self.estimator.learn(outcome)
+            self.mark = mark
+            self.learned += 1
+        return self.estimator
+
+
+def admission_jobs(
+    session: Session,
+) -> tuple[list[core.WaitingJob], list[core.RunningJob]]:
+    """Queued jobs and CPU-holding jobs with their signature keys."""
+    stmt = (
+        select(Job)
+        .where(Job.state.in_([QUEUED, *HOLDING_STATES]))
+        .order_by(Job.submitted_ms, Job.id)
+    )
+    waiting: list[core.WaitingJob] = []
+    running: list[core.RunningJob] = []
+    for job in session.scalars(stmt):
+        keys = job_keys(job)
+        submitted = job.submitted_ms / 1000
+        if job.state == QUEUED:
+            waiting.append(
+                core.WaitingJob(job.id, job.requested_tasks, job.deadline_s, submitted, keys)
+            )
+        else:
+            started = (job.admitted_ms or job.submitted_ms) / 1000
+            running.append(
+                core.RunningJob(
+                    job.id,
+                    job.requested_tasks,
+                    job.deadline_s,
+                    submitted,
+                    started,
+                    job.granted_cpus or 0,
+                    keys,
+                )
+            )
+    return waiting, running

@@ -1,0 +1,169 @@
+"""Admission rounds of the Promise policy in the live sidecar (``app/policies/promise``).
+
+The same pure planner the simulator runs (``promise.core.admit``), fed from SQL: the estimator
+is rebuilt from the learned observations (``app.db.promise_history``; incremental between rounds,
+complete after a restart), the waiting and running jobs carry their signatures, and every
+decision is applied with ``rounds``' compare-and-set and recorded with its ETA (``numbers.eta``:
+predicted start, finish bound and central finish, what a queued job waits for, and for a drop
+the earliest finish it could have had).
+
+Book only what YARN can give: free vcores are the deadline capacity less what runs in the
+deadline queue without a ``sidecar-job:`` tag (the sidecar did not admit it) less every admitted
+grant plus its ApplicationMaster container (``am_containers``, 1 by default live: YARN starts one
+AM per application that no task grant counts). ``admitted_floor`` is what the queue controller
+must keep the deadline queue at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db import jobs_repo
+from app.db.jobs_models import JobDecision
+from app.db.models import Application, Decision
+from app.db.promise_history import EstimatorCache, admission_jobs
+from app.domain import tags as t
+from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
+from app.policies.justice import core as justice
+from app.policies.promise import core
+from app.policies.promise.estimator import Estimator, params_from
+
+_CACHES: dict[str, EstimatorCache] = {}
+
+
+def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimator:
+    """The estimator as of the database's learned observations (cached per database)."""
+    key = str(session.get_bind().engine.url) + repr(sorted(values.items()))
+    cache = _CACHES.get(key)
+    if cache is None:
+        cache = _CACHES[key] = EstimatorCache(params_from(values))
+    return cache.refresh(session, cap)
+
+
+def foreign_vcores(session: Session, queue: str) -> int:
+    """Vcores held in the deadline queue by running apps the sidecar did not submit."""
+    stmt = select(func.coalesce(func.sum(Application.allocated_vcores), 0)).where(
+        Application.queue.in_([queue, queue.rsplit(".", 1)[-1]]),
+        Application.state == "RUNNING",
+        ~Application.tags.contains(f",{t.JOB_TAG}"),
+    )
+    return int(session.execute(stmt).scalar_one())
+
+
+def admitted_floor(session: Session, values: dict[str, Any]) -> int:
+    """Vcores the deadline queue must keep: admitted grants plus their AM containers."""
+    _, running = admission_jobs(session)
+    return core.booked_floor(running, core.promise_params(values))
+
+
+def promise_round(
+    session: Session,
+    cfg: AdmissionConfig,
+    values: dict[str, Any],
+    deadline_queue: str,
+    now_ms: int,
+    trigger: str,
+    wanted: Collection[str] = (),
+    requester: str | None = None,
+) -> RoundResult:
+    """One Promise round over every queued and running job; decisions applied and recorded.
+
+    ``wanted``: the submissions this round serves, whose decision is recorded even when it is
+    "queue" (``requester`` is the one whose decision is also returned alone)."""
+    jobs_repo.lock_estimator(session, now_ms)  # one lock order with the learning pass
+    cap = capacity(session, cfg)
+    result = RoundResult(capacity=cap)
+    if cap is None:
+        return result
+    params = core.promise_params(values)
+    est = estimator_for(session, values, cap)
+    waiting, running = admission_jobs(session)
+    foreign = foreign_vcores(session, deadline_queue)
+    booked = core.booked_floor(running, params)
+    free = max(cap - foreign - booked, 0)
+    now = now_ms / 1000
+    decisions = core.admit(waiting, running, free, cap, now, est, params)
+    numbers = {
+        "trigger": trigger,
+        "capacity": cap,
+        "foreign_vcores": foreign,
+        "booked_vcores": booked,
+        "free_cpus": free,
+        "waiting": len(waiting),
+        "running": len(running),
+    }
+    recorded: list[core.Decision] = []
+    for d in decisions:
+        if d.action == "keep":
+            continue
+        plain = justice.Decision(d.action, d.job_id, d.cpus, d.reason)
+        result.decisions.append(plain)
+        if _apply(session, plain, now_ms):
+            result.applied.append(plain)
+            if d.action != "queue" or d.job_id in wanted:
+                recorded.append(d)
+    if recorded:
+        row = Decision(
+            cluster_id=jobs_repo.cluster_id(session, cfg.cluster_name),
+            created_ms=now_ms,
+            kind="admission",
+            policy="promise",
+            mode=cfg.mode,
+            params=dict(values),
+            inputs=dict(numbers),
+            outputs={"decisions": [d.to_dict() for d in recorded]},
+            status="decided",
+            reason=f"{trigger}: " + ", ".join(f"{d.action} {d.job_id}" for d in recorded[:20]),
+        )
+        session.add(row)
+        session.flush()
+        result.round_id = row.id
+    for d in recorded:
+        jd = jobs_repo.add_decision(
+            session,
+            JobDecision(
+                job_id=d.job_id,
+                round_id=result.round_id,
+                created_ms=now_ms,
+                action=d.action,
+                policy="promise",
+                cpus=d.cpus,
+                reason=d.reason,
+                numbers={**numbers, "eta": d.to_dict()},
+            ),
+        )
+        if d.job_id in wanted:
+            result.requester_decisions[d.job_id] = jd
+        if d.job_id == requester:
+            result.requester_decision = jd
+    return result
+
+
+def current_eta(
+    session: Session, cfg: AdmissionConfig, job_id: str, state: str, now_ms: int
+) -> dict[str, Any] | None:
+    """A queued job's ETA as the planner sees it now (read-only: nothing applied or recorded);
+    for any other job, the ETA of its last recorded decision."""
+    if cfg.promise is None:
+        return None
+    if state == t.QUEUED:
+        cap = capacity(session, cfg)
+        if cap is not None:
+            values = dict(cfg.promise)
+            params = core.promise_params(values)
+            est = estimator_for(session, values, cap)
+            waiting, running = admission_jobs(session)
+            booked = core.booked_floor(running, params)
+            free = max(cap - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
+            for d in core.admit(waiting, running, free, cap, now_ms / 1000, est, params):
+                if d.job_id == job_id:
+                    return d.to_dict()
+    for row in reversed(jobs_repo.decisions_of(session, job_id)):
+        eta = (row.numbers or {}).get("eta")
+        if isinstance(eta, dict):
+            return eta
+    return None

@@ -1,0 +1,508 @@
+"""Admission rounds and learning passes inside one database transaction (issue 6, points 2-4).
+
+``admission_round`` is ADMISSION_CONTROL (seed 004, Algorithm 6) as the sidecar runs it: on every
+submission, every completion and every service tick (so deadlines that pass between events still
+drop waiting jobs and kill large violators). It reads the queued and the CPU-holding jobs, calls
+``app.policies.justice.admit`` and applies each decision with a compare-and-set state change, so a
+job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
+finished applications. Both lock the estimator row first (one lock order, no deadlocks).
+
+A job ends (and frees its CPUs) at its app's first final record, but is learned from only once
+the poller's ``FINISHED_GRACE_MS`` re-read is over (``finished_ms + grace <= last good poll``):
+until then the RM's ``vcoreSeconds`` still grow while the AM container exits.
+
+What is recorded (``policies.md``: every decision with the inputs and numbers that produced it):
+each admit, drop and kill, and the queue decision of the job that triggered the round, go to
+``job_decisions`` with the round's numbers; the round itself goes to the shared ``decisions``
+table (kind ``admission``) with the estimator, capacity and free CPUs it saw. A queued job that
+stays queued in a later round gets no new row: with hundreds waiting that would be hundreds of
+rows per event, and its numbers are recomputed, not lost, on the next change.
+
+Capacity is ``YARN_SIDECAR_DEADLINE_CAPACITY_VCORES`` or, when 0, the vcores of the RUNNING
+NodeManagers at the latest poll; before any poll a new job is queued with that reason. Free CPUs
+are capacity minus the CPUs granted to admitted, submitting and submitted jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import jobs_repo
+from app.db.jobs_models import EstimatorObservation, Job, JobDecision
+from app.db.models import Application, Decision
+from app.domain import tags as t
+from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
+from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
+from app.policies.justice import core as justice
+from app.policies.justice.core import EstimatorState, JobOutcome, JusticeParams
+from app.policies.promise import core as promise_core
+from app.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionConfig:
+    """The policy and where capacity comes from."""
+
+    params: JusticeParams
+    capacity_vcores: int
+    cluster_name: str
+    mode: str
+    # The poller re-reads a finished app for this long (its vcoreSeconds still grow while the AM
+    # container exits); learning waits for it. Injectable so a real-RM test need not wait 2 min.
+    finished_grace_ms: int = FINISHED_GRACE_MS
+    # Promise's validated parameters when it is the admission policy (Justice still learns)
+    promise: Mapping[str, Any] | None = None
+    deadline_queue: str = "root.deadline"
+
+
+@dataclass(slots=True)
+class RoundResult:
+    """What a round decided and recorded."""
+
+    decisions: list[justice.Decision] = field(default_factory=list)
+    applied: list[justice.Decision] = field(default_factory=list)
+    requester_decision: JobDecision | None = None
+    round_id: int | None = None
+    capacity: int | None = None
+    # Each requester's decision when one round serves several submissions.
+    requester_decisions: dict[str, JobDecision] = field(default_factory=dict)
+
+    @property
+    def admitted(self) -> int:
+        """How many jobs this round admitted."""
+        return sum(d.action == "admit" for d in self.applied)
+
+    @property
+    def killed(self) -> int:
+        """How many running jobs this round decided to kill."""
+        return sum(d.action == "kill" for d in self.applied)
+
+
+@dataclass(slots=True)
+class LearnResult:
+    """What a learning pass saw."""
+
+    finished_jobs: int = 0
+    learned: int = 0
+    skipped: int = 0
+    version: int | None = None
+
+
+def config_from_settings(settings: Settings) -> AdmissionConfig:
+    """The policy (validated by its ``PolicySpec``) and capacity source from the settings."""
+    promise = None
+    if settings.admission_policy == "promise":
+        promise = promise_core.make_params(
+            {
+                "quantile": settings.promise_quantile,
+                "min_samples": settings.promise_min_samples,
+                "window": settings.promise_window,
+                "am_containers": settings.promise_am_containers,
+                "crowd_out": settings.promise_crowd_out,
+            }
+        )
+    params = justice.make_params(
+        "justice" if promise is not None else settings.admission_policy,
+        {
+            "smoothing": settings.admission_smoothing,
+            "alpha": settings.admission_alpha,
+            "drop_threshold": settings.drop_threshold,
+        },
+    )
+    return AdmissionConfig(
+        params,
+        settings.deadline_capacity_vcores,
+        settings.cluster_name,
+        settings.mode.value,
+        promise=promise,
+        deadline_queue=settings.deadline_queue,
+    )
+
+
+def estimator_summary(state: EstimatorState, params: JusticeParams) -> dict[str, Any]:
+    """The numbers of the estimator that a decision depended on."""
+    return {
+        "observations": state.completed,
+        "min_cpu_frac": state.min_frac,
+        "max_cpu_frac": state.max_frac,
+        "last_cpu_frac": state.last_frac,
+        "last_success": state.last_success,
+        "correction": justice.smoothed_error(state, params),
+        "fraction": justice.allocation_fraction(state, params),
+    }
+
+
+def capacity(session: Session, cfg: AdmissionConfig) -> int | None:
+    """Deadline capacity in vcores, or ``None`` while unknown."""
+    if cfg.capacity_vcores > 0:
+        return cfg.capacity_vcores
+    vcores = jobs_repo.running_vcores(session, cfg.cluster_name)
+    return vcores if vcores else None
+
+
+# ---- admission ---------------------------------------------------------------------------------
+
+
+def admission_round(
+    session: Session,
+    cfg: AdmissionConfig,
+    now_ms: int,
+    trigger: str,
+    requester: str | None = None,
+    requesters: Sequence[str] = (),
+) -> RoundResult:
+    """Run Algorithm 6 over every queued and running job and apply the decisions.
+
+    ``requester`` (or several ``requesters``, when concurrent submissions share one round): jobs
+    whose decision is recorded even when it is "queue"."""
+    wanted = set(requesters) | ({requester} if requester is not None else set())
+    if cfg.promise is not None:
+        from app.jobs.promise_round import promise_round  # it builds on this module
+
+        return promise_round(
+            session,
+            cfg,
+            dict(cfg.promise),
+            cfg.deadline_queue,
+            now_ms,
+            trigger,
+            wanted=wanted,
+            requester=requester,
+        )
+    row = jobs_repo.lock_estimator(session, now_ms)
+    state = EstimatorState.from_dict(row.state)
+    result = RoundResult(capacity=capacity(session, cfg))
+    if result.capacity is None:
+        for job_id in sorted(wanted):
+            decided = _record_unknown_capacity(session, cfg, job_id, now_ms)
+            result.requester_decisions[job_id] = decided
+            if job_id == requester:
+                result.requester_decision = decided
+        return result
+    waiting, running = jobs_repo.admission_inputs(session)
+    free = max(result.capacity - sum(j.cpus for j in running), 0)
+    result.decisions = justice.admit(
+        state, waiting, running, free, result.capacity, now_ms / 1000, cfg.params
+    )
+    numbers = {
+        "trigger": trigger,
+        "capacity": result.capacity,
+        "free_cpus": free,
+        "waiting": len(waiting),
+        "running": len(running),
+        "estimator": estimator_summary(state, cfg.params),
+    }
+    result.applied = [d for d in result.decisions if _apply(session, d, now_ms)]
+    recorded = [d for d in result.applied if d.action != "queue" or d.job_id in wanted]
+    if recorded:
+        result.round_id = _record_round(session, cfg, numbers, recorded, now_ms, trigger)
+    for decision in recorded:
+        job_decision = _job_decision(decision, cfg, numbers, result.round_id, now_ms)
+        jobs_repo.add_decision(session, job_decision)
+        if decision.job_id in wanted:
+            result.requester_decisions[decision.job_id] = job_decision
+        if decision.job_id == requester:
+            result.requester_decision = job_decision
+    return result
+
+
+def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:
+    """Apply one decision with a compare-and-set; False if the job moved on meanwhile."""
+    if d.action == "queue":
+        return True
+    if d.action == "admit":
+        return jobs_repo.transition(
+            session,
+            d.job_id,
+            [t.QUEUED],
+            now_ms,
+            state=t.ADMITTED,
+            granted_cpus=d.cpus,
+            admitted_ms=now_ms,
+            reason=d.reason,
+        )
+    if d.action == "drop":
+        return jobs_repo.transition(
+            session, d.job_id, [t.QUEUED], now_ms, state=t.DROPPED, reason=d.reason
+        )
+    # kill: a job not yet on YARN ends at once; one with an app waits for the RM's kill.
+    job = jobs_repo.get_job(session, d.job_id)
+    if job is None:
+        return False
+    if job.state not in t.HOLDING_STATES:
+        return False
+    # From the state just read only: a job that started its submission meanwhile must not be
+    # marked killed without its app being killed; the next round decides again.
+    target = t.KILLED if job.state == t.ADMITTED else t.KILLING
+    return jobs_repo.transition(
+        session, d.job_id, [job.state], now_ms, state=target, reason=d.reason
+    )
+
+
+def _job_decision(
+    d: justice.Decision,
+    cfg: AdmissionConfig,
+    numbers: Mapping[str, Any],
+    round_id: int | None,
+    now_ms: int,
+) -> JobDecision:
+    return JobDecision(
+        job_id=d.job_id,
+        round_id=round_id,
+        created_ms=now_ms,
+        action=d.action,
+        policy=cfg.params.variant,
+        cpus=d.cpus,
+        req_cpus=d.req_cpus,
+        fraction=d.fraction,
+        ttd_s=d.ttd_s,
+        priority=d.priority,
+        reason=d.reason,
+        numbers=dict(numbers),
+    )
+
+
+def _record_round(
+    session: Session,
+    cfg: AdmissionConfig,
+    numbers: Mapping[str, Any],
+    recorded: list[justice.Decision],
+    now_ms: int,
+    trigger: str,
+) -> int:
+    counts = {a: sum(d.action == a for d in recorded) for a in ("admit", "queue", "drop", "kill")}
+    row = Decision(
+        cluster_id=jobs_repo.cluster_id(session, cfg.cluster_name),
+        created_ms=now_ms,
+        kind="admission",
+        policy=cfg.params.variant,
+        mode=cfg.mode,
+        params=_params_dict(cfg.params),
+        inputs=dict(numbers),
+        outputs={"decisions": [d.to_dict() for d in recorded]},
+        status="decided",
+        reason=f"{trigger}: " + ", ".join(f"{n} {a}" for a, n in counts.items() if n),
+    )
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def _params_dict(params: JusticeParams) -> dict[str, Any]:
+    return {
+        "smoothing": params.smoothing,
+        "alpha": params.alpha,
+        "drop_threshold": params.drop_threshold,
+        "error_history": params.error_history,
+    }
+
+
+def _record_unknown_capacity(
+    session: Session, cfg: AdmissionConfig, job_id: str, now_ms: int
+) -> JobDecision:
+    reason = (
+        "queued: deadline capacity unknown (no NodeManager polled yet and "
+        "YARN_SIDECAR_DEADLINE_CAPACITY_VCORES is 0)"
+    )
+    return jobs_repo.add_decision(
+        session,
+        JobDecision(
+            job_id=job_id,
+            created_ms=now_ms,
+            action="queue",
+            policy=cfg.params.variant,
+            cpus=0,
+            reason=reason,
+            numbers={"trigger": "submission", "capacity": None},
+        ),
+    )
+
+
+def record_step(
+    session: Session,
+    cfg: AdmissionConfig,
+    job_id: str,
+    action: str,
+    reason: str,
+    now_ms: int,
+    *,
+    cpus: int = 0,
+    **numbers: Any,
+) -> JobDecision:
+    """Record a lifecycle step (submit, adopt, fail, cancel, killed) of a job."""
+    return jobs_repo.add_decision(
+        session,
+        JobDecision(
+            job_id=job_id,
+            created_ms=now_ms,
+            action=action,
+            policy=cfg.params.variant,
+            cpus=cpus,
+            reason=reason,
+            numbers=dict(numbers),
+        ),
+    )
+
+
+# ---- learning ----------------------------------------------------------------------------------
+
+
+def finished_app(app: Application) -> FinishedApp:
+    """An applications row as learning sees it."""
+    return FinishedApp(
+        app_id=app.app_id,
+        tags=tuple(tag for tag in app.tags.split(",") if tag),
+        state=app.state,
+        final_status=app.final_status,
+        submitted_ms=app.submitted_ms,
+        finished_ms=app.finished_ms,
+        elapsed_ms=app.elapsed_ms,
+        vcore_seconds=app.vcore_seconds,
+    )
+
+
+def final_job_state(job_state: str, app: Application) -> str:
+    """The job's end state once its app is final."""
+    if app.state == "FINISHED" and app.final_status == "SUCCEEDED":
+        return t.FINISHED
+    if job_state == t.KILLING:
+        return t.KILLED
+    if job_state == t.CANCELLING:
+        return t.CANCELLED
+    return t.KILLED if app.state == "KILLED" else t.FAILED
+
+
+def learn_pass(session: Session, cfg: AdmissionConfig, now_ms: int) -> LearnResult:
+    """Finish jobs whose apps ended, learn from them and from ``deadline:``-tagged apps."""
+    row = jobs_repo.lock_estimator(session, now_ms)
+    learning = _Learning(
+        session,
+        cfg,
+        capacity(session, cfg),
+        now_ms,
+        EstimatorState.from_dict(row.state),
+        row.version + 1,
+    )
+    for job, app in jobs_repo.jobs_with_apps(session, [t.SUBMITTED, t.KILLING, t.CANCELLING]):
+        learning.follow_job(job, app)
+    settled = settled_ms(session, cfg)
+    if settled is not None:
+        for job, app in jobs_repo.unlearned_job_apps(session, settled):
+            learning.learn_job(job, app)
+        for app in jobs_repo.unobserved_tagged_apps(session, settled):
+            learning.observe(app, None, "tagged", tagged_outcome(finished_app(app)))
+    if learning.result.learned:
+        learning.result.version = jobs_repo.save_estimator(session, row, learning.state, now_ms)
+    return learning.result
+
+
+def settled_ms(session: Session, cfg: AdmissionConfig) -> int | None:
+    """Apps that finished by this time have their final ``vcoreSeconds`` in the history: the
+    last good poll re-read them after the poller's grace. ``None`` before any good poll."""
+    last_good = jobs_repo.last_good_poll_ms(session, cfg.cluster_name)
+    return None if last_good is None else last_good - cfg.finished_grace_ms
+
+
+@dataclass(slots=True)
+class _Learning:
+    """One learning pass: the estimator state it carries forward and what it saw."""
+
+    session: Session
+    cfg: AdmissionConfig
+    cap: int | None
+    now_ms: int
+    state: EstimatorState
+    next_version: int
+    result: LearnResult = field(default_factory=LearnResult)
+
+    def follow_job(self, job: Job, app: Application) -> None:
+        """Copy the app's progress onto the job; when it is final, end the job (its CPUs are free
+        at once; learning waits until the app's accounting has settled)."""
+        job.app_state = app.state
+        job.final_status = app.final_status
+        job.updated_ms = self.now_ms
+        if app.state not in FINAL_APP_STATES:
+            return
+        _finish_job(self.session, self.cfg, job, app, self.now_ms)
+        self.result.finished_jobs += 1
+
+    def learn_job(self, job: Job, app: Application) -> None:
+        """TRACK_JOB from an ended job's settled app record, which also corrects the job's."""
+        job.vcore_seconds = app.vcore_seconds
+        job.elapsed_ms = app.elapsed_ms
+        facts = SidecarJobFacts(
+            job.id, job.requested_tasks, job.deadline_s, job.deadline_ms, job.granted_cpus or 0
+        )
+        self.observe(app, job.id, "job", job_outcome(facts, finished_app(app)))
+
+    def observe(
+        self, app: Application, job_id: str | None, source: str, outcome: JobOutcome | str
+    ) -> None:
+        """TRACK_JOB once per app id; a skipped app is recorded with its reason."""
+        if jobs_repo.is_observed(self.session, app.app_id):
+            return
+        row = EstimatorObservation(
+            app_id=app.app_id, job_id=job_id, source=source, observed_ms=self.now_ms
+        )
+        if isinstance(outcome, JobOutcome) and self.cap is not None:
+            self.state = justice.track_job(self.state, outcome, self.cap, self.cfg.params)
+            self.result.learned += 1
+            _fill_learned(row, outcome, self.next_version)
+        else:
+            self.result.skipped += 1
+            row.learned = False
+            row.reason = outcome if isinstance(outcome, str) else _NO_CAPACITY
+        jobs_repo.add_observation(self.session, row)
+
+
+_NO_CAPACITY = "deadline capacity unknown (no NodeManager polled yet): maxCPUs undefined"
+
+
+def _fill_learned(row: EstimatorObservation, outcome: JobOutcome, version: int) -> None:
+    row.learned = True
+    row.tasks = outcome.tasks
+    row.deadline_s = outcome.deadline_s
+    row.comp_time = outcome.comp_time
+    row.cpus = outcome.cpus
+    row.success = outcome.success
+    row.estimator_version = version
+    row.reason = ""
+
+
+def _finish_job(
+    session: Session, cfg: AdmissionConfig, job: Job, app: Application, now_ms: int
+) -> None:
+    end = final_job_state(job.state, app)
+    job.state = end
+    job.finished_ms = app.finished_ms
+    job.elapsed_ms = app.elapsed_ms
+    job.vcore_seconds = app.vcore_seconds
+    job.met_deadline = app.finished_ms is not None and app.finished_ms <= job.deadline_ms
+    reason = f"application {app.app_id} ended {app.state}/{app.final_status}"
+    if app.diagnostics and end != t.FINISHED:
+        reason += f": {app.diagnostics[:500]}"
+    job.reason = reason
+    jobs_repo.add_decision(
+        session,
+        JobDecision(
+            job_id=job.id,
+            created_ms=now_ms,
+            action="finish",
+            policy=cfg.params.variant,
+            cpus=job.granted_cpus or 0,
+            reason=reason,
+            numbers={
+                "app_id": app.app_id,
+                "state": end,
+                "vcore_seconds": app.vcore_seconds,
+                "elapsed_ms": app.elapsed_ms,
+                "finished_ms": app.finished_ms,
+                "deadline_ms": job.deadline_ms,
+                "met_deadline": job.met_deadline,
+            },
+        ),
+    )

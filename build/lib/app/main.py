@@ -1,0 +1,174 @@
+"""``create_app(settings) -> FastAPI``: the only lifespan; one ``AsyncExitStack`` owns every
+resource (database engine, RM client, loop services), after Prefect's server (``style.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio.to_thread
+import httpx
+from fastapi import Depends, FastAPI
+
+import app as app_pkg
+from app.api.auth import metrics_access, require
+from app.api.hardening import install_hardening
+from app.api.routes import (
+    apps,
+    dashboard,
+    decisions,
+    health,
+    ledger,
+    metrics,
+    observe,
+    policy,
+    queues,
+    whatif,
+)
+from app.api.routes import estimator as estimator_routes
+from app.api.routes import jobs as jobs_routes
+from app.api.routes import templates as templates_routes
+from app.api.state import SidecarState
+from app.auth.principal import Role
+from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_factory
+from app.job_templates import load_templates
+from app.logs import install_redaction
+from app.observability.prometheus import RMRequestMetrics, SidecarCollector
+from app.observability.whatif_runs import WhatIfRuns
+from app.redact import redact_url
+from app.services.admission import build_admission_service
+from app.services.controller import Controller
+from app.services.poller import Poller
+from app.services.runtime import Runtime
+from app.settings import Mode, Settings
+from app.yarn.actuator import Actuator
+from app.yarn.client import RMClient
+from app.yarn.security import rm_client_options
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = (
+    "A policy sidecar for the Hadoop YARN ResourceManager. It polls the RM's REST API, keeps the "
+    "cluster's history, and decides queue shares and job admission with research policies "
+    "(Fawkes, LTRF, RRF, PYTHIA / Justice), pushing them to YARN only in `enforce` mode."
+)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    run_loops: bool = True,
+    rm_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """Build the application. ``run_loops=False`` serves the API without polling (tests, docs)."""
+
+    install_redaction()
+    templates = load_templates(settings.job_templates) if settings.job_templates else {}
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        if settings.auth == "none":
+            log.warning(
+                "authentication is OFF (YARN_SIDECAR_AUTH=none): anyone who can reach %s:%s "
+                "acts as an operator",
+                settings.api_host,
+                settings.api_port,
+            )
+        async with AsyncExitStack() as stack:
+            size_thread_pools()
+            engine = make_engine(settings.effective_database_url)
+            stack.callback(engine.dispose)
+            state = SidecarState(
+                settings=settings,
+                engine=engine,
+                sessions=make_session_factory(engine),
+                templates=templates,
+            )
+            public_urls = tuple(redact_url(u) for u in settings.rm_urls)
+            rm_metrics = RMRequestMetrics(state.metrics)
+            client = RMClient(
+                settings.rm_urls,
+                user=settings.rm_user,
+                timeout_s=settings.rm_timeout_s,
+                retries=settings.rm_retries,
+                transport=rm_transport,
+                **rm_client_options(settings),
+                observer=rm_metrics.observe,
+            )
+            await stack.enter_async_context(client)
+            state.poller = Poller(
+                client,
+                state.sessions,
+                cluster_name=settings.cluster_name,
+                rm_urls=public_urls,
+                interval_s=settings.poll_interval_s,
+            )
+            state.controller = Controller(
+                Actuator(client),
+                state.sessions,
+                defaults=settings.control_config(),
+                cluster_name=settings.cluster_name,
+                rm_urls=public_urls,
+                poll_interval_s=settings.poll_interval_s,
+            )
+            state.admission = build_admission_service(
+                settings, client, state.sessions, eager=run_loops
+            )
+            controller = state.controller
+
+            def policy_info() -> tuple[str, str]:
+                cfg = controller.current(controller.clock()).cfg
+                return cfg.policy, cfg.mode
+
+            state.metrics.register(
+                SidecarCollector(
+                    state.sessions, settings.cluster_name, policy_info=policy_info
+                )
+            )
+            state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
+            stack.callback(state.whatif.close)
+            api.state.sidecar = state
+            if run_loops:
+                runtime = Runtime([state.poller, state.controller, state.admission])
+                runtime.start()
+                stack.callback(runtime.shutdown)
+            yield
+
+    api = FastAPI(
+        title="YARN Policy Sidecar",
+        version=app_pkg.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    # Read-only resources need a viewer; the others declare their roles route by route.
+    viewer = [Depends(require(Role.VIEWER))]
+    for router in (queues.router, apps.router, decisions.router, ledger.router):
+        api.include_router(router, dependencies=viewer)
+    api.include_router(estimator_routes.router, dependencies=viewer)
+    api.include_router(templates_routes.router, dependencies=viewer)
+    api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
+    for router in (health.router, dashboard.router, policy.router, jobs_routes.router):
+        api.include_router(router)
+    for router in (observe.router, whatif.router):
+        api.include_router(router, dependencies=viewer)
+    api.mount("/ui/static", dashboard.static_files(), name="ui-static")
+    install_hardening(api, settings)
+    return api
+
+
+def schema_app() -> FastAPI:
+    """An app for exporting the OpenAPI schema: no settings from the environment are needed."""
+    return create_app(Settings(mode=Mode.OBSERVE), run_loops=False)
+
+
+def size_thread_pools() -> None:
+    """Worker threads no more than pooled connections (``app.db.session``): the API's sync
+    routes run on AnyIO's limiter, the loops' ``asyncio.to_thread`` on the default executor."""
+    anyio.to_thread.current_default_thread_limiter().total_tokens = API_THREADS
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(LOOP_THREADS, thread_name_prefix="sidecar-loop")
+    )

@@ -1,0 +1,181 @@
+"""Operator commands over a running sidecar's HTTP API: ``yarn-sidecar decisions ...`` and
+``yarn-sidecar jobs ...`` (the mission's "operators inspect decisions through ... a CLI").
+
+They only read and write through the public API, so they work against a sidecar on another host
+(``--url``, or ``YARN_SIDECAR_URL``). Output is a short table, or the API's JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+class OperatorError(Exception):
+    """A request the sidecar refused or could not answer; the message is for the operator.
+
+    ``usage`` marks a filter flag the sidecar refused (a 400 or 422 on a list): the command line
+    was wrong, so it exits with 2 like argparse's own usage errors; everything else exits 1."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def _client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=30.0)
+
+
+def _call(
+    client: httpx.Client, method: str, path: str, *, flags: bool = False, **kwargs: Any
+) -> Any:
+    try:
+        resp = client.request(method, path, **kwargs)
+    except httpx.TransportError as exc:
+        raise OperatorError(f"cannot reach the sidecar at {client.base_url}: {exc}") from exc
+    if resp.status_code >= 400:
+        try:
+            detail = resp.json().get("detail", resp.text)
+        except ValueError:
+            detail = resp.text
+        if not isinstance(detail, str):
+            detail = json.dumps(detail)
+        raise OperatorError(
+            f"{method} {path} -> {resp.status_code}: {detail}",
+            usage=flags and resp.status_code in (400, 422),
+        )
+    return resp.json()
+
+
+def _table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    cells = [list(map(str, header)), *[["" if c is None else str(c) for c in r] for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def decisions_list(client: httpx.Client, args: argparse.Namespace) -> str:
+    params = {k: v for k, v in (("kind", args.kind), ("limit", args.limit)) if v is not None}
+    page = _call(client, "GET", "/decisions", params=params, flags=True)
+    if args.json:
+        return json.dumps(page, indent=2)
+    rows = [
+        (d["id"], d["created_at"], d["kind"], d["policy"], d["status"], d["reason"][:70])
+        for d in page["items"]
+    ]
+    return _table(rows, ("id", "time", "kind", "policy", "status", "reason"))
+
+
+def decisions_show(client: httpx.Client, args: argparse.Namespace) -> str:
+    return json.dumps(_call(client, "GET", f"/decisions/{args.id}"), indent=2)
+
+
+def jobs_list(client: httpx.Client, args: argparse.Namespace) -> str:
+    params = {k: v for k, v in (("state", args.state), ("limit", args.limit)) if v is not None}
+    page = _call(client, "GET", "/jobs", params=params, flags=True)
+    if args.json:
+        return json.dumps(page, indent=2)
+    rows = [
+        (j["id"], j["name"], j["queue"], j["state"], j["granted_cpus"], j["app_id"])
+        for j in page["items"]
+    ]
+    return _table(rows, ("id", "name", "queue", "state", "cpus", "app"))
+
+
+def jobs_show(client: httpx.Client, args: argparse.Namespace) -> str:
+    job = _call(client, "GET", f"/jobs/{args.id}")
+    if args.json:
+        return json.dumps(job, indent=2)
+    head = f"{job['id']}  {job['name']}  {job['state']}  app={job['app_id']}"
+    rows = [(d["at"], d["action"], d["cpus"], d["reason"]) for d in job["decisions"]]
+    return head + "\n" + _table(rows, ("time", "action", "cpus", "reason"))
+
+
+def jobs_submit(client: httpx.Client, args: argparse.Namespace) -> str:
+    path = Path(args.file)
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise OperatorError(f"{path}: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise OperatorError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
+    job = _call(client, "POST", "/jobs", json=body, headers=headers)
+    decision = job.get("decision") or {}
+    return f"{job['id']}  {job['state']}  {decision.get('action')}: {decision.get('reason')}"
+
+
+def jobs_cancel(client: httpx.Client, args: argparse.Namespace) -> str:
+    job = _call(client, "DELETE", f"/jobs/{args.id}")
+    return f"{job['id']}  {job['state']}"
+
+
+def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``decisions`` and ``jobs`` to the top-level parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--url",
+        default=os.environ.get("YARN_SIDECAR_URL", DEFAULT_URL),
+        help=f"the sidecar's API (YARN_SIDECAR_URL; default {DEFAULT_URL})",
+    )
+    common.add_argument(
+        "--token",
+        default=os.environ.get("YARN_SIDECAR_TOKEN"),
+        help="API token (YARN_SIDECAR_TOKEN; from 'yarn-sidecar tokens create')",
+    )
+    common.add_argument("--json", action="store_true", help="print the API's JSON")
+
+    dec = sub.add_parser("decisions", help="inspect the audit trail of a running sidecar")
+    dsub = dec.add_subparsers(dest="decisions_command", required=True, metavar="ACTION")
+    dl = dsub.add_parser("list", parents=[common], help="recent decisions, newest first")
+    dl.add_argument("--kind", help="queue, admission, policy")
+    dl.add_argument("--limit", type=int, default=20)
+    dl.set_defaults(func=_run(decisions_list))
+    ds = dsub.add_parser("show", parents=[common], help="one decision with its inputs and plan")
+    ds.add_argument("id", type=int)
+    ds.set_defaults(func=_run(decisions_show))
+
+    jobs = sub.add_parser("jobs", help="deadline jobs on a running sidecar")
+    jsub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+    jl = jsub.add_parser("list", parents=[common], help="jobs, newest first")
+    jl.add_argument("--state", help="queued, admitted, submitted, finished, dropped, ...")
+    jl.add_argument("--limit", type=int, default=20)
+    jl.set_defaults(func=_run(jobs_list))
+    js = jsub.add_parser("show", parents=[common], help="one job with every decision")
+    js.add_argument("id")
+    js.set_defaults(func=_run(jobs_show))
+    jsubmit = jsub.add_parser("submit", parents=[common], help="submit a job from a JSON file")
+    jsubmit.add_argument("file", help="the POST /jobs body as JSON")
+    jsubmit.add_argument("--idempotency-key", help="retries with the same key make one job")
+    jsubmit.set_defaults(func=_run(jobs_submit))
+    jc = jsub.add_parser("cancel", parents=[common], help="cancel a job (kills its YARN app)")
+    jc.add_argument("id")
+    jc.set_defaults(func=_run(jobs_cancel))
+
+
+def _run(
+    action: Callable[[httpx.Client, argparse.Namespace], str],
+) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            # Looked up at call time so tests can serve the API in-process.
+            with _client(args.url) as client:
+                if args.token:
+                    client.headers["Authorization"] = f"Bearer {args.token}"
+                print(action(client, args))
+        except OperatorError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2 if exc.usage else 1
+        return 0
+
+    return run

@@ -1,0 +1,149 @@
+"""Shared vocabulary of the policy engines: parameter specs, validation errors, registry entries.
+
+Every policy module exports ``REGISTRY: tuple[PolicySpec, ...]``; ``app.policies.registry``
+collects them so the controller, the simulator and the playground look policies up by name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from app.domain.observation import PolicyInputs
+    from app.domain.outcome import PolicyOutcome
+
+
+class PolicyError(ValueError):
+    """A policy input or parameter is invalid; ``field`` names the offending key (dotted path)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def finite_number(
+    value: Any,
+    where: str,
+    *,
+    low: float = 0,
+    high: float | None = None,
+    positive: bool = False,
+) -> float:
+    """``value`` as a float within ``[low, high]`` (``(low, high]`` when ``positive``), or a
+    ``PolicyError`` naming ``where``. Booleans, NaN and infinities are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PolicyError(where, f"must be a finite number, got {value!r}")
+    if value < low or (positive and value == low) or (high is not None and value > high):
+        if high is not None:
+            bound = f"within {low}..{high}"
+        else:
+            bound = f"> {low}" if positive else f">= {low}"
+        raise PolicyError(where, f"must be {bound}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One tunable parameter of a policy, with its default and an inclusive valid range."""
+
+    name: str
+    kind: type  # float, int, str or bool
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+
+    def validate(self, value: Any, prefix: str = "") -> Any:
+        """Return ``value`` coerced to ``kind`` or raise ``PolicyError`` naming the parameter."""
+        where = f"{prefix}{self.name}"
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise PolicyError(where, f"must be true or false, got {value!r}")
+            return value
+        if self.kind in (int, float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise PolicyError(where, f"must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise PolicyError(where, f"must be a finite number, got {value!r}")
+            if self.kind is int and int(value) != value:
+                raise PolicyError(where, f"must be a whole number, got {value!r}")
+            num = self.kind(value)
+            if self.minimum is not None and (
+                num < self.minimum or (self.exclusive_minimum and num == self.minimum)
+            ):
+                op = ">" if self.exclusive_minimum else ">="
+                raise PolicyError(where, f"must be {op} {self.minimum}, got {value!r}")
+            if self.maximum is not None and (
+                num > self.maximum or (self.exclusive_maximum and num == self.maximum)
+            ):
+                op = "<" if self.exclusive_maximum else "<="
+                raise PolicyError(where, f"must be {op} {self.maximum}, got {value!r}")
+            return num
+        if not isinstance(value, str):
+            raise PolicyError(where, f"must be a string, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise PolicyError(where, f"must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """A named policy: what kind of decision it makes and the parameters it accepts."""
+
+    name: str
+    kind: str  # "queue" (decides queue shares) or "admission" (decides job admission)
+    summary: str
+    paper: str
+    params: tuple[ParamSpec, ...] = field(default_factory=tuple)
+    # The queue adapter (view -> policy inputs -> outcome); None for policies that
+    # ``app.control.decide`` still adapts itself.
+    decide: QueuePolicy | None = None
+
+    def defaults(self) -> dict[str, Any]:
+        """The parameters with their default values."""
+        return {p.name: p.default for p in self.params}
+
+    def validate(self, values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+        """Defaults overlaid with ``values``; unknown names and bad values raise ``PolicyError``."""
+        known = {p.name: p for p in self.params}
+        for key in values:
+            if key not in known:
+                raise PolicyError(f"{prefix}{key}", f"unknown parameter of policy {self.name}")
+        out = self.defaults()
+        for key, value in values.items():
+            out[key] = known[key].validate(value, prefix)
+        return out
+
+
+Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueContext:
+    """What the operator configured around a queue policy: validated parameters, queue weights,
+    minimum shares (fractions, from the minimum bounds) and the control interval."""
+
+    params: Mapping[str, Any]
+    weights: Mapping[str, float]
+    min_shares: Mapping[str, float]
+    interval_s: float
+
+
+class QueuePolicy(Protocol):
+    """A queue policy's seam: one tick's observation view, the configured context and the policy
+    state persisted by the previous tick -> an outcome (whose ``state`` is the new state)."""
+
+    def __call__(
+        self,
+        view: PolicyInputs,
+        queues: tuple[str, ...],
+        context: QueueContext,
+        state: Mapping[str, Any],
+    ) -> PolicyOutcome: ...

@@ -1,0 +1,488 @@
+"""Promise: deadline admission that plans with per-signature work bounds (the "Promise" policy).
+
+It keeps the sidecar's promise, "a deadline job runs only if it can finish in time", where the
+thesis' allocators (seed 004: PYTHIA chapter 4, Justice and the Oracle chapter 5) lose deadlines
+or waste work on real traces:
+
+* Work comes from ``estimator.Estimator``: an upper bound (a quantile of the job's signature
+  history) instead of one global fraction.
+* Grants respect waves: ``n`` tasks on ``g`` containers take ``ceil(n / g)`` task durations
+  (``waves``), so a grant is always the smallest ``g`` with a given wave count (``aligned``);
+  the Oracle's grants that do not divide the task count lose a whole partial wave.
+* Order and feasibility over the whole waiting set: every waiting job is checked every round;
+  jobs are offered capacity smallest work bound first (ties: earliest latest start), so one large
+  request does not block small jobs that would all have fitted, and a job's offer is the smallest
+  wave-aligned grant that meets its deadline from now, not a fraction inflated for queueing time.
+  The first job that does not fit gets an expected start at the earliest time the running jobs'
+  bounded ends free enough for it (its ETA). Two alternatives were measured on seeded synthetic
+  workloads (``app/sim/trace.synthetic`` seeds 1 and 2, not the evaluation traces) and met fewer
+  deadlines, so neither is used: an EASY-backfilling reservation for that first job (Lifka 1995),
+  which holds capacity for one large job that many small ones could have used, and topping up
+  grants with idle capacity, which finishes admitted jobs early but leaves no room for the next
+  arrivals, whose deadlines start at their own submission.
+* Arrivals it would crowd out (``LoadMeter``, ``_crowded_out``): SDR counts jobs, and a long job
+  on most of the cluster can cost dozens of later short ones. From the recent arrival rate
+  (jobs/s and the vcores their work asks for) a job that would leave less free capacity than
+  arrivals need waits while the expected number of arrivals it pushes out is one or more.
+* Honest early answers: a job whose bound cannot finish by its deadline even with the whole
+  cluster from now on is dropped at once with that earliest finish; a job that could still make it
+  once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
+  the moment its latest start passes.
+* Learning-aware kills: a running job past its deadline is killed (continuing only wastes
+  capacity), unless it is small (``learn_cpus`` vcores or fewer) and its signature has fewer runs
+  than the estimator needs (its completion is what teaches the estimator that signature).
+
+``am_containers`` is booked per job on top of its task grant (YARN starts one ApplicationMaster
+container per application that no task grant counts); the simulator's thesis model has none.
+Pure: no I/O, no clock (``now_s`` is an argument).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.promise.estimator import Estimate, Estimator
+from app.policies.promise.signature import Keys
+
+_EPS = 1e-9
+
+
+def waves(tasks: int, cpus: int) -> int:
+    """Task waves of ``tasks`` equal tasks on ``cpus`` containers."""
+    return -(-tasks // min(cpus, tasks))
+
+
+def aligned(tasks: int, cpus: int) -> int:
+    """The fewest containers that give the same number of waves as ``cpus``."""
+    return -(-tasks // waves(tasks, cpus))
+
+
+def min_grant(tasks: int, limit: int, task_s: float, time_left: float) -> int | None:
+    """Smallest grant (``<= limit``) whose waves finish within ``time_left``; None if none."""
+    if task_s <= 0:
+        return 1
+    fit = math.floor(time_left / task_s + _EPS)
+    if fit < 1:
+        return None
+    g = -(-tasks // fit) if fit < tasks else 1
+    return g if g <= limit else None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingJob:
+    """A job waiting for admission."""
+
+    id: str
+    tasks: int
+    deadline_s: float
+    submitted_s: float
+    keys: Keys
+
+    @property
+    def deadline_at(self) -> float:
+        """Absolute deadline."""
+        return self.submitted_s + self.deadline_s
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """An admitted job on a fixed grant since ``started_s``."""
+
+    id: str
+    tasks: int
+    deadline_s: float
+    submitted_s: float
+    started_s: float
+    cpus: int
+    keys: Keys
+
+
+@dataclass(frozen=True, slots=True)
+class PromiseParams:
+    """Validated parameters (``make_params``)."""
+
+    am_containers: int = 0
+    learn_cpus: int = 1
+    crowd_out: bool = True
+
+
+class Decision(NamedTuple):
+    """One decision with its ETA (absolute seconds, the caller's clock)."""
+
+    action: str  # admit | queue | drop | kill | keep
+    job_id: str
+    cpus: int
+    reason: str
+    start_s: float | None = None
+    finish_s: float | None = None  # bound: finishes by then if the estimate holds
+    finish_point_s: float | None = None  # central value of the finish
+    earliest_finish_s: float | None = None  # for a drop: the best it could have had
+    waits_for: str | None = None
+    work_bound: float | None = None
+    source: str | None = None
+    latest_start_s: float | None = None  # for a queued job: dropped if not started by then
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (audit and ETA)."""
+        return {
+            "id": self.job_id,
+            "action": self.action,
+            "cpus": self.cpus,
+            "reason": self.reason,
+            "start_s": self.start_s,
+            "finish_s": self.finish_s,
+            "finish_point_s": self.finish_point_s,
+            "earliest_finish_s": self.earliest_finish_s,
+            "waits_for": self.waits_for,
+            "work_bound": self.work_bound,
+            "source": self.source,
+            "latest_start_s": self.latest_start_s,
+        }
+
+
+def _estimate(est: Estimator, keys: Keys, tasks: int, deadline_s: float, cap: int) -> Estimate:
+    return est.estimate(keys, tasks, deadline_s, min(tasks, cap))
+
+
+def _timeline(free: int, releases: list[tuple[float, int]], now: float) -> list[tuple[float, int]]:
+    """``(time, vcores free from then on)`` steps, starting with ``(now, free)``."""
+    steps = [(now, free)]
+    level = free
+    for t, cpus in sorted(releases):
+        level += cpus
+        if t <= steps[-1][0] + _EPS:
+            steps[-1] = (steps[-1][0], level)
+        else:
+            steps.append((t, level))
+    return steps
+
+
+def _earliest_finish(
+    steps: list[tuple[float, int]], tasks: int, limit: int, task_s: float, am: int
+) -> tuple[float, float, int]:
+    """Earliest (finish, start, grant) over the release steps with the largest grant available."""
+    best = (math.inf, math.inf, 0)
+    for t, level in steps:
+        g = min(limit, level - am)
+        if g < 1:
+            continue
+        g = aligned(tasks, g)
+        fin = t + waves(tasks, g) * task_s
+        if fin < best[0] - _EPS:
+            best = (fin, t, g)
+    return best
+
+
+def admit(
+    waiting: Sequence[WaitingJob],
+    running: Sequence[RunningJob],
+    free: int,
+    capacity: int,
+    now_s: float,
+    estimator: Estimator,
+    params: PromiseParams,
+    load: Load | None = None,
+) -> list[Decision]:
+    """One admission round: kills first, then drops, then admits and queues (module docstring).
+
+    ``load`` is the recent arrival rate (``LoadMeter``); without it no job is held back for the
+    arrivals it would crowd out.
+    """
+    if capacity < 1:
+        raise PolicyError("capacity", f"must be >= 1, got {capacity}")
+    if not params.crowd_out:
+        load = None
+    if free < 0:
+        raise PolicyError("free", f"must be >= 0, got {free}")
+    am = params.am_containers
+    out: list[Decision] = []
+    releases: list[tuple[float, int]] = []
+    for r in running:
+        est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
+        task_u = est.upper / r.tasks
+        end_u = max(now_s, r.started_s + waves(r.tasks, r.cpus) * task_u)
+        late = now_s - (r.submitted_s + r.deadline_s)
+        if late > _EPS:
+            learning = estimator.samples(r.keys.signature) < estimator.params.min_samples
+            if learning and r.cpus <= params.learn_cpus:
+                out.append(
+                    Decision(
+                        "keep",
+                        r.id,
+                        r.cpus,
+                        f"past its deadline by {late:g}s; kept: small, and its signature has "
+                        f"fewer than {estimator.params.min_samples} runs to learn from",
+                    )
+                )
+            else:
+                free += r.cpus + am
+                out.append(
+                    Decision(
+                        "kill",
+                        r.id,
+                        r.cpus + am,
+                        f"past its deadline by {late:g}s; it can no longer succeed",
+                    )
+                )
+                continue
+        releases.append((end_u, r.cpus + am))
+
+    cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
+    for j in waiting:
+        limit = min(j.tasks, capacity - am)
+        est = _estimate(estimator, j.keys, j.tasks, j.deadline_s, capacity)
+        task_u = est.upper / j.tasks
+        if limit < 1:
+            out.append(Decision("drop", j.id, 0, "the cluster cannot hold its AM and one task"))
+            continue
+        # Infeasible for certain (under its bound): not even the whole cluster from now on
+        # finishes it in time. Running jobs' ends are bounds too, and a waiting job costs nothing,
+        # so a job that would fit once they end is queued (its ETA says when), not dropped.
+        fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am)
+        if fin > j.deadline_at + _EPS:
+            out.append(
+                Decision(
+                    "drop",
+                    j.id,
+                    0,
+                    f"cannot finish by its deadline {j.deadline_at:g}: at best {best} vcores from "
+                    f"{start:g} finish at {fin:g} ({est.source})",
+                    earliest_finish_s=fin,
+                    work_bound=est.upper,
+                    source=est.source,
+                )
+            )
+            continue
+        lst = j.deadline_at - waves(j.tasks, limit) * task_u
+        cands.append((est.upper, lst, j.id, j, est, limit))
+    cands.sort(key=lambda c: (c[0], c[1], c[2]))
+
+    admitted: list[tuple[WaitingJob, Estimate, int, int]] = []  # job, est, limit, grant
+    queued: list[Decision] = []
+    reservation: tuple[float, int, str] | None = None  # first blocked job: (start, spare, id)
+    avail = free
+    for _, lst, _, j, est, limit in cands:
+        task_u = est.upper / j.tasks
+        g = min_grant(j.tasks, limit, task_u, j.deadline_at - now_s)
+        fits = g is not None and g + am <= avail
+        if fits and g is not None:
+            # expected hold (central estimate): the bound is for the job's own deadline, while
+            # the arrivals it displaces are an expectation too
+            hold_s = waves(j.tasks, g) * est.point / j.tasks
+            lost = _crowded_out(load, capacity, avail, g + am, hold_s)
+            if lost >= 1.0:
+                queued.append(
+                    _queued(
+                        j,
+                        est,
+                        lst,
+                        f"capacity: holding {g + am} vcores would crowd out about "
+                        f"{lost:.1f} arriving jobs",
+                    )
+                )
+                continue
+            admitted.append((j, est, limit, g))
+            avail -= g + am
+            continue
+        if reservation is None:
+            # the first job that does not fit now: its expected start once running jobs end
+            used = [
+                (now_s + waves(a.tasks, ag) * (ae.upper / a.tasks), ag + am)
+                for a, ae, _, ag in admitted
+            ]
+            res_steps = _timeline(avail, releases + used, now_s)
+            res = None
+            for t, level in res_steps:
+                need = min_grant(j.tasks, limit, task_u, j.deadline_at - t)
+                if need is not None and need + am <= level:
+                    res = (t, level - need - am, need)
+                    break
+            if res is None:
+                queued.append(
+                    _queued(
+                        j,
+                        est,
+                        lst,
+                        "running jobs to end before their bounds (no start after those "
+                        "meets its deadline)",
+                    )
+                )
+                continue
+            t_res, spare, need = res
+            reservation = (t_res, spare, j.id)
+            fin = t_res + waves(j.tasks, need) * task_u
+            queued.append(
+                Decision(
+                    "queue",
+                    j.id,
+                    0,
+                    f"expects {need} vcores at {t_res:g}",
+                    start_s=t_res,
+                    finish_s=fin,
+                    finish_point_s=t_res + waves(j.tasks, need) * est.point / j.tasks,
+                    waits_for=f"{need + am} vcores to free up (running jobs ending)",
+                    work_bound=est.upper,
+                    source=est.source,
+                    latest_start_s=lst,
+                )
+            )
+            continue
+        t_res, _, head = reservation
+        queued.append(
+            _queued(j, est, lst, f"vcores to free up (after {head}, expected at {t_res:g})")
+        )
+
+    grants = {j.id: g for j, _, _, g in admitted}
+    for j, est, _, _ in admitted:
+        g = grants[j.id]
+        w = waves(j.tasks, g)
+        out.append(
+            Decision(
+                "admit",
+                j.id,
+                g,
+                f"{g} vcores: {w} waves finish by {now_s + w * est.upper / j.tasks:g} "
+                f"<= deadline {j.deadline_at:g} ({est.source})",
+                start_s=now_s,
+                finish_s=now_s + w * est.upper / j.tasks,
+                finish_point_s=now_s + w * est.point / j.tasks,
+                work_bound=est.upper,
+                source=est.source,
+            )
+        )
+    out.extend(queued)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Recent arrivals: jobs per second and the vcores their work asks for on average."""
+
+    jobs_per_s: float
+    vcores: float
+
+
+@dataclass(slots=True)
+class LoadMeter:
+    """Exponentially decaying arrival rates with time constant ``tau_s`` (explicit clock)."""
+
+    tau_s: float = 3600.0
+    _t: float | None = None
+    _jobs: float = 0.0
+    _work: float = 0.0
+
+    def _decay(self, now_s: float) -> None:
+        if self._t is not None and now_s > self._t:
+            f = math.exp(-(now_s - self._t) / self.tau_s)
+            self._jobs *= f
+            self._work *= f
+        self._t = now_s if self._t is None else max(self._t, now_s)
+
+    def arrive(self, now_s: float, work: float) -> None:
+        """Count one arrival whose work is expected to be ``work`` vcore-seconds."""
+        self._decay(now_s)
+        self._jobs += 1.0 / self.tau_s
+        self._work += work / self.tau_s
+
+    def load(self, now_s: float) -> Load:
+        """The rates as of ``now_s``."""
+        self._decay(now_s)
+        return Load(self._jobs, self._work)
+
+
+def _crowded_out(load: Load | None, capacity: int, avail: int, hold: int, duration: float) -> float:
+    """Arriving jobs expected to miss because this job holds ``hold`` vcores for ``duration``.
+
+    While the capacity left to arrivals (``capacity`` less what is held after this admission)
+    covers their mean demand, nothing is lost. Beyond that, the part of the arrivals' demand this
+    job takes away, ``min(hold, demand - spare) / demand``, times the jobs arriving while it runs.
+    A job is worth one met deadline, so it waits when it would cost one or more (SDR counts jobs:
+    one long job on most of the cluster can cost dozens of short ones).
+    """
+    if load is None or load.vcores <= 0:
+        return 0.0
+    spare = avail - hold  # vcores free for arrivals right after this admission
+    if spare >= load.vcores:
+        return 0.0
+    share = min(hold, load.vcores - spare) / load.vcores
+    return load.jobs_per_s * duration * share
+
+
+def _queued(j: WaitingJob, est: Estimate, lst: float, waits_for: str) -> Decision:
+    return Decision(
+        "queue",
+        j.id,
+        0,
+        f"waits for {waits_for}",
+        waits_for=waits_for,
+        work_bound=est.upper,
+        source=est.source,
+        latest_start_s=lst,
+    )
+
+
+def booked_floor(running: Sequence[RunningJob], params: PromiseParams) -> int:
+    """Vcores the deadline queue must keep: every admitted grant plus its AM containers. The
+    queue controller takes this as the deadline queue's floor instead of rebalancing it."""
+    return sum(r.cpus + params.am_containers for r in running)
+
+
+PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec(
+        "quantile",
+        float,
+        0.95,
+        "quantile of a signature's history used as the work bound (the safety margin)",
+        minimum=0.5,
+        maximum=1.0,
+    ),
+    ParamSpec(
+        "min_samples", int, 3, "runs a signature needs before its own history is used", minimum=1
+    ),
+    ParamSpec("window", int, 64, "most recent runs kept per signature", minimum=1),
+    ParamSpec(
+        "am_containers", int, 0, "containers booked per job for its ApplicationMaster", minimum=0
+    ),
+    ParamSpec(
+        "crowd_out",
+        bool,
+        True,
+        "hold back a job while it would crowd out one or more expected arrivals (maximises met "
+        "deadlines by count; false favours large jobs' processed work)",
+    ),
+    ParamSpec(
+        "learn_cpus",
+        int,
+        1,
+        "late jobs at or below this grant whose signature is still "
+        "learning run on instead of being killed",
+        minimum=0,
+    ),
+)
+
+REGISTRY: tuple[PolicySpec, ...] = (
+    PolicySpec(
+        name="promise",
+        kind="admission",
+        summary="Promise: deadline admission from per-signature work bounds, wave-aware grants, "
+        "least-laxity order with a reservation, honest early drops with the earliest finish.",
+        paper="004_1f6b6b0b2a157fde.txt chapters 4-5 (what it improves on); docs/evaluation.md",
+        params=PARAMS,
+    ),
+)
+
+
+def make_params(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Validate ``values`` against the spec; returns every parameter with defaults filled in."""
+    return REGISTRY[0].validate(values or {})
+
+
+def promise_params(values: Mapping[str, Any]) -> PromiseParams:
+    """The planner's part of the validated parameters."""
+    return PromiseParams(
+        int(values["am_containers"]), int(values["learn_cpus"]), bool(values["crowd_out"])
+    )

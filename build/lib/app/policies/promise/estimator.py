@@ -1,0 +1,295 @@
+"""History-based work estimates per job signature (Justice's learning, seed 004 chapter 5, made
+per job: 3Sigma and Jockey predict a recurring job from its own past runs, not from one global
+fraction).
+
+Per key (``signature.Keys.chain``: signature -> user+type -> queue -> global) the estimator keeps
+the last ``window`` completed runs as two samples:
+
+* ``task_s = work / tasks``: seconds of one task (absolute; predicts ``work = tasks * task_s``);
+* ``ratio = work / (deadline * maxCPUs)``: the Justice/PYTHIA ``minReqRate`` (relative to the
+  job's own deadline; predicts ``work = ratio * deadline * maxCPUs``). The global key's ratios are
+  exactly the fractions Justice learns.
+
+A prediction takes the ratio predictor from the most specific key with at least ``min_samples``
+runs and the task-seconds predictor from the signature alone (across different jobs task seconds
+spread over orders of magnitude). Each returns the empirical ``quantile`` of its key's samples
+(nearest rank, rounding up, so the bound is a sample that was really seen). Which predictor bounds
+a job is itself learned: each completion scores both predictors' medians against the real work at
+the job's signature, and the one with the smaller mean absolute log error wins; until both have
+``min_samples`` scores the ratio predictor is used. The median (``point``) gives the error
+statistics and the ETA's central value.
+
+With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
+its whole deadline at full parallelism (ratio 1).
+
+Errors: before a completion is added, the point prediction it would have had is compared with the
+real work; per signature the estimator counts predictions off by 2x or more (3Sigma's measure) and
+the mean absolute log error. The object is mutable for speed (the simulator learns 10^4 times per
+run) but does no I/O and reads no clock; learning the same outcomes in the same order always
+gives the same state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.policies.base import PolicyError
+from app.policies.promise.signature import GLOBAL, Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A completed run: what the estimator learns from."""
+
+    keys: Keys
+    tasks: int
+    work: float  # vcore-seconds (the RM's vcoreSeconds)
+    deadline_s: float | None
+    max_cpus: int  # min(tasks, capacity) when it ran
+
+    def __post_init__(self) -> None:
+        if self.tasks < 1:
+            raise PolicyError("outcome.tasks", f"must be >= 1, got {self.tasks}")
+        if not (math.isfinite(self.work) and self.work > 0):
+            raise PolicyError("outcome.work", f"must be a finite number > 0, got {self.work}")
+        if self.max_cpus < 1:
+            raise PolicyError("outcome.max_cpus", f"must be >= 1, got {self.max_cpus}")
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Work of one job: the planning bound (``upper``) and the central value (``point``)."""
+
+    upper: float
+    point: float
+    source: str  # which key and predictor gave the bound, for the audit trail
+    samples: int
+
+    def task_seconds(self, tasks: int) -> float:
+        """Upper bound on one task's duration (work spread evenly over the tasks)."""
+        return self.upper / tasks
+
+
+@dataclass(slots=True)
+class _Series:
+    task_s: deque[float]
+    ratio: deque[float]
+    runs: int = 0
+    off_2x: int = 0
+    abs_log_err: float = 0.0
+    errors: int = 0
+    # per predictor (0: task seconds, 1: ratio): predictions scored and their abs log errors
+    scored: list[int] = field(default_factory=lambda: [0, 0])
+    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
+
+    def mean_error(self, which: int) -> float | None:
+        """Mean absolute log error of one predictor at this key, None before any."""
+        n = self.scored[which]
+        return self.scored_err[which] / n if n else None
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatorParams:
+    """Window, minimum samples and quantile (defaults argued in ``docs/evaluation.md``)."""
+
+    window: int = 64
+    min_samples: int = 3
+    quantile: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise PolicyError("window", f"must be >= 1, got {self.window}")
+        if self.min_samples < 1:
+            raise PolicyError("min_samples", f"must be >= 1, got {self.min_samples}")
+        if not 0.5 <= self.quantile <= 1.0:
+            raise PolicyError("quantile", f"must be in [0.5, 1], got {self.quantile}")
+
+
+def quantile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank empirical quantile (the ``ceil(q * n)``-th smallest value)."""
+    data = sorted(values)
+    if not data:
+        raise PolicyError("samples", "no samples")
+    rank = max(1, math.ceil(q * len(data) - 1e-9))
+    return data[rank - 1]
+
+
+@dataclass(slots=True)
+class Estimator:
+    """Per-key samples of task seconds and deadline ratios (module docstring)."""
+
+    params: EstimatorParams = field(default_factory=EstimatorParams)
+    _series: dict[str, _Series] = field(default_factory=dict)
+
+    def _get(self, key: str) -> _Series:
+        s = self._series.get(key)
+        if s is None:
+            w = self.params.window
+            s = _Series(deque(maxlen=w), deque(maxlen=w))
+            self._series[key] = s
+        return s
+
+    def samples(self, key: str) -> int:
+        """Runs currently in ``key``'s window."""
+        s = self._series.get(key)
+        return 0 if s is None else len(s.task_s)
+
+    def _pick(self, keys: Keys, ratio: bool) -> tuple[str, deque[float]] | None:
+        # Task seconds only predict a job from its own signature: across different jobs (a
+        # user's, a queue's) they spread over orders of magnitude and a low quantile of them
+        # would be a bound in name only. Ratios are relative to each job's own deadline, so
+        # they carry over along the whole chain (the global ratios are Justice's fractions).
+        chain = keys.chain() if ratio else (keys.signature,)
+        for key in chain:
+            s = self._series.get(key)
+            if s is None:
+                continue
+            data = s.ratio if ratio else s.task_s
+            if len(data) >= self.params.min_samples or (key == GLOBAL and data):
+                return key, data
+        return None
+
+    def _predict(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> tuple[Estimate | None, Estimate | None]:
+        q = self.params.quantile
+        absolute = relative = None
+        picked = self._pick(keys, ratio=False)
+        if picked is not None:
+            key, data = picked
+            absolute = Estimate(
+                tasks * quantile(data, q), tasks * quantile(data, 0.5), f"task_s@{key}", len(data)
+            )
+        if deadline_s is not None:
+            picked = self._pick(keys, ratio=True)
+            scale = deadline_s * max_cpus
+            if picked is not None:
+                key, data = picked
+                relative = Estimate(
+                    scale * quantile(data, q),
+                    scale * quantile(data, 0.5),
+                    f"ratio@{key}",
+                    len(data),
+                )
+            elif absolute is None:
+                relative = Estimate(scale, scale, "bootstrap", 0)
+        return absolute, relative
+
+    def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
+        """Work bound for a job of ``tasks`` tasks (``max_cpus = min(tasks, capacity)``).
+
+        With both predictors available, the signature's own record decides: the one with the
+        smaller mean absolute log error so far once each has ``min_samples`` scored predictions,
+        and until then the ratio (Justice's predictor, and the thesis' assumption that a deadline
+        is achievable with full parallelism on an empty cluster).
+        """
+        absolute, relative = self._predict(keys, tasks, deadline_s, max_cpus)
+        if absolute is None or relative is None:
+            best = absolute or relative
+            if best is None:
+                raise PolicyError(
+                    "deadline_s", "no history and no deadline: nothing to estimate from"
+                )
+            return best
+        s = self._series.get(keys.signature)
+        need = self.params.min_samples
+        if s is not None and s.scored[0] >= need and s.scored[1] >= need:
+            ea, er = s.mean_error(0), s.mean_error(1)
+            assert ea is not None and er is not None
+            return absolute if ea < er else relative
+        return relative
+
+    def learn(self, outcome: Outcome) -> Estimator:
+        """Add one completed run to every key of its chain; returns ``self``."""
+        s = self._get(outcome.keys.signature)
+        point = None
+        if self._pick(outcome.keys, ratio=False) is not None or outcome.deadline_s is not None:
+            point = self.estimate(
+                outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus
+            ).point
+            for which, pred in enumerate(
+                self._predict(outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus)
+            ):
+                if pred is not None and pred.samples > 0 and pred.point > 0:
+                    s.scored[which] += 1
+                    s.scored_err[which] += abs(math.log(outcome.work / pred.point))
+        if point is not None and point > 0:
+            err = abs(math.log(outcome.work / point))
+            s.errors += 1
+            s.abs_log_err += err
+            s.off_2x += 1 if err >= math.log(2.0) else 0
+        task_s = outcome.work / outcome.tasks
+        ratio = (
+            outcome.work / (outcome.deadline_s * outcome.max_cpus)
+            if outcome.deadline_s is not None and outcome.deadline_s > 0
+            else None
+        )
+        for key in dict.fromkeys(outcome.keys.chain()):
+            series = self._get(key)
+            series.runs += 1
+            series.task_s.append(task_s)
+            if ratio is not None:
+                series.ratio.append(ratio)
+        return self
+
+    def error(self, key: str) -> dict[str, float | int | None]:
+        """Prediction error so far for the runs of ``key`` (a signature)."""
+        s = self._series.get(key)
+        if s is None or s.errors == 0:
+            return {"predictions": 0, "off_by_2x": None, "mean_abs_log_error": None}
+        return {
+            "predictions": s.errors,
+            "off_by_2x": s.off_2x / s.errors,
+            "mean_abs_log_error": s.abs_log_err / s.errors,
+        }
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        """Read-only view per key: sample counts, quantiles and errors (for ``GET /estimator``)."""
+        q = self.params.quantile
+        out: dict[str, dict[str, Any]] = {}
+        for key in sorted(self._series):
+            s = self._series[key]
+            out[key] = {
+                "runs": s.runs,
+                "samples": len(s.task_s),
+                "task_s_median": quantile(s.task_s, 0.5) if s.task_s else None,
+                "task_s_upper": quantile(s.task_s, q) if s.task_s else None,
+                "ratio_median": quantile(s.ratio, 0.5) if s.ratio else None,
+                "ratio_upper": quantile(s.ratio, q) if s.ratio else None,
+                "task_s_error": s.mean_error(0),
+                "ratio_error": s.mean_error(1),
+                **self.error(key),
+            }
+        return out
+
+    def totals(self) -> dict[str, float | int | None]:
+        """Errors over all signatures together."""
+        n = sum(s.errors for s in self._series.values())
+        if n == 0:
+            return {"predictions": 0, "off_by_2x": None, "mean_abs_log_error": None}
+        return {
+            "predictions": n,
+            "off_by_2x": sum(s.off_2x for s in self._series.values()) / n,
+            "mean_abs_log_error": sum(s.abs_log_err for s in self._series.values()) / n,
+        }
+
+
+def rebuild(outcomes: Iterable[Outcome], params: EstimatorParams | None = None) -> Estimator:
+    """An estimator that has learned ``outcomes`` in order (start-up rebuild from history)."""
+    est = Estimator(params or EstimatorParams())
+    for o in outcomes:
+        est.learn(o)
+    return est
+
+
+def params_from(values: Mapping[str, Any]) -> EstimatorParams:
+    """``EstimatorParams`` from the policy's validated parameter mapping."""
+    return EstimatorParams(
+        window=int(values.get("window", 64)),
+        min_samples=int(values.get("min_samples", 3)),
+        quantile=float(values.get("quantile", 0.95)),
+    )

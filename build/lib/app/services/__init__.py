@@ -1,0 +1,1 @@
+"""Loop services around the pure core: the poller (and later the controller and admission)."""

@@ -1,0 +1,218 @@
+"""The poller (issue 2, point 5): each tick snapshots the RM and appends it to the history.
+
+Applications are upserted (repeated polls and restarts never duplicate one). Finished apps are
+fetched with ``finishedTimeBegin`` = the stored watermark, so an app that finished while the
+sidecar was down is still recorded, as long as the RM retains it
+(``yarn.resourcemanager.max-completed-applications``, default 1000). An RM that is down or answers
+garbage makes the tick fail softly: it is recorded, the poller backs off exponentially (capped), and
+``/ready`` reports the age of the last good poll.
+
+At cluster scale (thousands of apps and nodes) a tick writes only what changed since the previous
+good tick, in fixed-size batches (``app.db.poll_writes``); error text kept for ``/ready`` and the
+logs is capped, since a database error can quote a whole statement with its parameters.
+
+The finished window reaches ``FINISHED_GRACE_MS`` behind the watermark: a real 3.5.0 RM keeps
+accruing ``vcoreSeconds`` for a few seconds after an app turns FINISHED (its AM container is still
+exiting), so apps are re-read, and their accounting corrected, until the grace has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import poll_writes, repo
+from app.db.models import PollRecord
+from app.db.session import transaction
+from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
+from app.redact import redact_text, redact_url
+from app.services.base import Clock, LoopService, wall_clock_ms
+from app.yarn.errors import RMError
+
+# How stale a running app's counters (progress, elapsed, resource-seconds) may be in the history
+# before its row is rewritten; lifecycle changes and final states are written at once.
+APP_REFRESH_S = 60.0
+# Error text kept per failure (``/ready``, the polls table, the log line).
+MAX_ERROR_CHARS = 1000
+
+
+class SnapshotSource(Protocol):
+    """What the poller needs of the RM client."""
+
+    @property
+    def active_url(self) -> str | None: ...
+
+    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PollSummary:
+    """What one tick did (printed by ``yarn-sidecar poll-once``)."""
+
+    ok: bool
+    rm_url: str | None
+    apps: int
+    queues: int
+    nodes: int
+    watermark_ms: int
+    error: str | None = None
+    skipped: bool = False
+
+
+class Poller(LoopService):
+    """Observe the RM and persist what it saw."""
+
+    name = "poller"
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        sessions: sessionmaker[Session],
+        *,
+        cluster_name: str,
+        rm_urls: tuple[str, ...],
+        interval_s: float,
+        max_backoff_s: float = 300.0,
+        clock: Clock = wall_clock_ms,
+        app_refresh_s: float = APP_REFRESH_S,
+    ) -> None:
+        super().__init__(interval_s, clock)
+        self.source = source
+        self.sessions = sessions
+        self.cluster_name = cluster_name
+        self.rm_urls = rm_urls
+        self.max_backoff_s = max_backoff_s
+        self.failures = 0
+        self.next_attempt_ms = 0
+        self.last_good_poll_ms: int | None = None
+        self.last_error: str | None = None
+        self.last_summary: PollSummary | None = None
+        self.app_refresh_ms = int(app_refresh_s * 1000)
+        self.memory = poll_writes.PollMemory()
+
+    async def run_once(self, now_ms: int) -> None:
+        await self.poll(now_ms)
+
+    async def poll(self, now_ms: int, *, force: bool = False) -> PollSummary:
+        """One observation; skipped (not failed) while backing off unless ``force``."""
+        if not force and now_ms < self.next_attempt_ms:
+            return PollSummary(False, None, 0, 0, 0, 0, self.last_error, skipped=True)
+        started = time.monotonic()
+        try:
+            watermark = await asyncio.to_thread(self._load_watermark, now_ms)
+            since = max(0, watermark - FINISHED_GRACE_MS) if watermark else 0
+            snap = await self.source.snapshot(now_ms, finished_since_ms=since)
+            summary = await asyncio.to_thread(self._persist, snap, watermark, now_ms, started)
+        except (RMError, SQLAlchemyError) as exc:
+            summary = await self._fail(now_ms, exc, started)
+        else:
+            self.failures = 0
+            self.next_attempt_ms = 0
+            self.last_good_poll_ms = now_ms
+            self.last_error = None
+        self.last_summary = summary
+        return summary
+
+    def backoff_s(self) -> float:
+        """Delay before the next attempt after ``failures`` consecutive failures."""
+        if self.failures == 0:
+            return 0.0
+        return float(min(self.max_backoff_s, self.interval_s * 2 ** (self.failures - 1)))
+
+    async def _fail(self, now_ms: int, exc: Exception, started: float) -> PollSummary:
+        self.failures += 1
+        delay = self.backoff_s()
+        self.next_attempt_ms = now_ms + int(delay * 1000)
+        self.last_error = cap_error(redact_text(f"{type(exc).__name__}: {exc}"))
+        self.log.warning(
+            "poll failed (%d in a row), next attempt in %.0fs: %s",
+            self.failures,
+            delay,
+            self.last_error,
+        )
+        try:
+            await asyncio.to_thread(self._record_failure, now_ms, self.last_error, started)
+        except SQLAlchemyError:
+            self.log.exception("could not record the failed poll")
+        return PollSummary(False, self.source.active_url, 0, 0, 0, 0, self.last_error)
+
+    def _load_watermark(self, now_ms: int) -> int:
+        with transaction(self.sessions) as session:
+            cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
+            return cluster.finished_watermark_ms
+
+    def _persist(
+        self, snap: ClusterSnapshot, watermark: int, now_ms: int, started: float
+    ) -> PollSummary:
+        with transaction(self.sessions) as session:
+            cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
+            queue_ids = repo.upsert_queues(session, cluster.id, snap.queues, snap.taken_ms)
+            queues = repo.add_queue_samples(session, queue_ids, snap.queues, snap.taken_ms)
+            writes = poll_writes.plan(
+                self.memory, cluster.id, snap.apps, snap.nodes, snap.taken_ms, self.app_refresh_ms
+            )
+            apps = poll_writes.upsert_app_rows(session, writes.app_rows)
+            if self.memory.primed:
+                poll_writes.mark_gone(session, writes.gone, snap.taken_ms)
+            else:
+                # Every listed app was just written: the others in the history are gone.
+                poll_writes.mark_unlisted_gone(session, cluster.id, snap.taken_ms)
+            poll_writes.add_cluster_sample(session, cluster.id, snap.nodes, snap.taken_ms)
+            nodes = poll_writes.add_node_rows(session, cluster.id, writes.node_rows, snap.taken_ms)
+            finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
+            new_watermark = max([watermark, *finished])
+            cluster.finished_watermark_ms = new_watermark
+            cluster.active_rm_url = snap.rm_url
+            cluster.rm_cluster_id = snap.info.cluster_id
+            cluster.hadoop_version = snap.info.hadoop_version
+            cluster.last_poll_ms = now_ms
+            cluster.last_good_poll_ms = now_ms
+            cluster.last_error = None
+            repo.record_poll(
+                session,
+                PollRecord(
+                    cluster_id=cluster.id,
+                    started_ms=now_ms,
+                    duration_ms=_elapsed_ms(started),
+                    ok=True,
+                    rm_url=redact_url(snap.rm_url),
+                    apps_upserted=apps,
+                    queues_sampled=queues,
+                    nodes_sampled=nodes,
+                ),
+            )
+        self.memory = writes.memory  # only once committed: a failed tick changes nothing
+        return PollSummary(True, snap.rm_url, apps, queues, nodes, new_watermark)
+
+    def _record_failure(self, now_ms: int, error: str, started: float) -> None:
+        with transaction(self.sessions) as session:
+            cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
+            cluster.last_poll_ms = now_ms
+            cluster.last_error = error
+            repo.record_poll(
+                session,
+                PollRecord(
+                    cluster_id=cluster.id,
+                    started_ms=now_ms,
+                    duration_ms=_elapsed_ms(started),
+                    ok=False,
+                    rm_url=redact_url(self.source.active_url or "") or None,
+                    error=cap_error(redact_text(error)),
+                ),
+            )
+
+
+def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

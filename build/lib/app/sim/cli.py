@@ -1,0 +1,362 @@
+"""``yarn-sidecar simulate``: replay a trace under one policy, or several side by side (issue 7).
+
+    yarn-sidecar simulate --trace PATH|synthetic [--format swim|google|google29d|csv]
+        --policy NAME --capacity N|P% [--deadlines TYPE] [--seed S] [--limit-jobs N] [--out DIR]
+    yarn-sidecar simulate compare --policies a,b,c  (same options)
+
+One run writes ``summary.json``, ``jobs.csv``, ``series.csv``, ``control.csv`` and PNG plots into
+``--out``; ``compare`` writes one self-contained ``compare.html`` (tables and base64 plots) plus
+``compare.json`` and ``compare.csv``. Progress goes to stderr. ``configure`` adds the sub-command
+to the top-level parser (``app/cli.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.sim import deadlines, experiment, registry, report, trace
+from app.sim.cluster import ClusterSpec
+from app.sim.jobs import SimJob
+from app.sim.queue_policies import MAX_STEP_PP, MIN_CHANGE_PP, PlanSettings
+from app.sim.runner import SimResult
+from app.sim.tasks import MODELS
+
+
+class ProgressBar:
+    """A one-line bar on a terminal stream, redrawn at most every ``min_interval_s``."""
+
+    def __init__(
+        self, label: str, stream: TextIO | None = None, width: int = 30, min_interval_s: float = 0.2
+    ) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.min_interval_s = min_interval_s
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        """Redraw for ``done`` of ``total`` (``total <= 0``: a counter without a bar)."""
+        now = time.monotonic()
+        if now - self._last < self.min_interval_s and done < total:
+            return
+        self._last = now
+        self._drawn = True
+        if total > 0:
+            filled = int(self.width * min(done, total) / total)
+            bar = "#" * filled + "." * (self.width - filled)
+            text = f"\r{self.label} [{bar}] {100 * done / total:5.1f}% {done}/{total}"
+        else:
+            text = f"\r{self.label} {done}"
+        self.stream.write(text)
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line if anything was drawn."""
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trace",
+        action="append",
+        help="trace file (repeat for several SWIM files, one queue each), 'synthetic' or "
+        "'recurring' (seeded recurring-job mix)",
+    )
+    p.add_argument("--format", choices=trace.FORMATS, help="trace format (default: from the name)")
+    p.add_argument(
+        "--capacity",
+        help="vcores, a percentage of the trace's peak (25%%), or a multiple of its mean "
+        "demand (2x-mean)",
+    )
+    p.add_argument("--memory-mb", type=int, help="cluster memory (default: vcores x container)")
+    p.add_argument("--container-mb", type=int, default=1024, help="memory per container")
+    p.add_argument(
+        "--deadlines",
+        default="Fixed2x",
+        help=f"deadline type ({', '.join(deadlines.DEADLINE_TYPES)}) or 'none'",
+    )
+    p.add_argument("--deadline-basis", choices=deadlines.BASES, default="ideal")
+    p.add_argument("--seed", type=int, default=0, help="seed of deadlines and synthetic jobs")
+    p.add_argument("--limit-jobs", type=int, help="only the first N jobs by submission time")
+    p.add_argument("--queue-by", default="single", help="single, user or group:K (Google)")
+    p.add_argument("--synthetic-jobs", type=int, default=500)
+    p.add_argument("--swim-mib-per-s", type=float, default=32.0, help="SWIM bytes/vcore-second")
+    p.add_argument("--interval", type=float, default=60.0, help="queue policy interval T (s)")
+    p.add_argument(
+        "--max-step-pp",
+        type=float,
+        default=MAX_STEP_PP,
+        help="controller plan: largest capacity change per tick, percentage points",
+    )
+    p.add_argument(
+        "--min-change-pp",
+        type=float,
+        default=MIN_CHANGE_PP,
+        help="controller plan: smallest capacity change worth pushing, percentage points",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="fluid",
+        help="cluster model: fluid fair share (default) or tasks (non-preemptive containers)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="policy parameter (VALUE is JSON, else a string); repeatable",
+    )
+    p.add_argument(
+        "--sharing",
+        action="store_true",
+        help="also run each queue on a static partition (sharing benefit/loss, LTRF Fig. 9.1)",
+    )
+    p.add_argument("--out", default="reports/sim", help="output directory")
+    p.add_argument("--no-plots", action="store_true", help="skip PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def configure(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``simulate`` (and ``simulate compare``) to the top-level parser."""
+    sim = subparsers.add_parser("simulate", help="replay a workload trace in the simulator")
+    sim_sub = sim.add_subparsers(dest="simulate_command")
+    _add_options(sim)
+    sim.add_argument("--policy", default="baseline-fs", help="one of: " + _names())
+    sim.set_defaults(func=cmd_simulate)
+    cmp_ = sim_sub.add_parser("compare", help="several policies on the same input, one report")
+    _add_options(cmp_)
+    cmp_.add_argument("--policies", required=True, help="comma-separated policy names")
+    cmp_.set_defaults(func=cmd_compare)
+
+
+def _names() -> str:
+    return ", ".join(registry.policy_names())
+
+
+def _params(raw: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--param {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+class _Prepared:
+    """Workload, cluster and deadlines shared by every policy of one invocation."""
+
+    def __init__(self, args: argparse.Namespace, quiet: bool) -> None:
+        self.args = args
+        self.quiet = quiet
+        if not args.trace or not args.capacity:
+            raise ValueError("--trace and --capacity are required")
+        spec = experiment.WorkloadSpec(
+            traces=tuple(args.trace),
+            fmt=args.format,
+            queue_by=args.queue_by,
+            limit_jobs=args.limit_jobs,
+            seed=args.seed,
+            synthetic_jobs=args.synthetic_jobs,
+            swim=trace.SwimParams(bytes_per_vcore_s=args.swim_mib_per_s * trace.MIB),
+        )
+        rows = self._bar("loading rows")
+        base = experiment.load_workload(spec, lambda n: rows(n, 0))
+        rows.close()
+        if not base:
+            raise ValueError("the workload has no jobs")
+        vcores = experiment.resolve_capacity(args.capacity, base)
+        memory = args.memory_mb if args.memory_mb is not None else vcores * args.container_mb
+        self.cluster = ClusterSpec(vcores, memory, args.container_mb)
+        kind = None if args.deadlines == "none" else args.deadlines
+        self.deadline_kind = kind
+        self.jobs: list[SimJob] = experiment.with_deadlines(
+            base, kind, self.cluster.slots, args.seed, args.deadline_basis
+        )
+        self.params = _params(args.param)
+        self.static: dict[str, list[float]] | None = None
+        if args.sharing:
+            self.static = experiment.static_partition_cum(self.jobs, self.cluster)
+
+    def _bar(self, label: str) -> ProgressBar:
+        return ProgressBar(label, stream=io.StringIO() if self.quiet else None)
+
+    def config(self) -> dict[str, Any]:
+        a = self.args
+        return {
+            "trace": list(a.trace),
+            "format": a.format,
+            "jobs": len(self.jobs),
+            "queues": sorted({j.queue for j in self.jobs}),
+            "capacity_vcores": self.cluster.slots,
+            "capacity_arg": a.capacity,
+            "deadlines": a.deadlines,
+            "deadline_basis": a.deadline_basis,
+            "seed": a.seed,
+            "limit_jobs": a.limit_jobs,
+            "queue_by": a.queue_by,
+            "interval_s": a.interval,
+            "max_step_pp": a.max_step_pp,
+            "min_change_pp": a.min_change_pp,
+            "model": a.model,
+            "params": self.params,
+        }
+
+    def run(self, name: str) -> SimResult:
+        missing = any(j.deadline_s is None for j in self.jobs)
+        if registry.needs_deadlines(name) and missing:
+            raise ValueError(f"policy {name} needs deadlines; pass --deadlines TYPE")
+        bar = self._bar(name)
+        try:
+            return experiment.run_policy(
+                name,
+                self.jobs,
+                self.cluster,
+                self.params,
+                interval_s=self.args.interval,
+                progress=bar,
+                start_s=self.jobs[0].submit_s,
+                model=self.args.model,
+                plan=PlanSettings(self.args.max_step_pp, self.args.min_change_pp),
+            )
+        finally:
+            bar.close()
+
+    def sharing(self, result: SimResult) -> report.SharingSeries | None:
+        return None if self.static is None else report.sharing_series(result, self.static)
+
+
+def _summary(prep: _Prepared, result: SimResult) -> dict[str, Any]:
+    s = result.summary()
+    sharing = prep.sharing(result)
+    if sharing is not None:
+        defined = {q: [v for v in vals if v is not None] for q, vals in sharing.items()}
+        s["mean_sharing_degree"] = {q: _mean(v) for q, v in defined.items()}
+        s["min_sharing_degree"] = {q: min(v) if v else None for q, v in defined.items()}
+    if result.decisions:
+        s["decisions"] = dict(result.decisions)
+    return s
+
+
+def _mean(vals: Sequence[float]) -> float | None:
+    return sum(vals) / len(vals) if vals else None
+
+
+def _write_run(out: Path, prep: _Prepared, result: SimResult) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = _summary(prep, result)
+    sharing = prep.sharing(result)
+    report.write_json(out / "summary.json", {"config": prep.config(), "summary": summary})
+    report.write_jobs_csv(out / "jobs.csv", result)
+    report.write_series_csv(out / "series.csv", result, sharing)
+    report.write_control_csv(out / "control.csv", result)
+    if not prep.args.no_plots:
+        report.write_plots(out, report.result_plots(result, sharing))
+    return summary
+
+
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except (ValueError, OSError) as exc:
+            print(f"simulate: {exc}", file=sys.stderr)
+            return 2
+
+    return wrapped
+
+
+@_guard
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Run one policy and write its metrics and plots."""
+    if args.policy not in registry.policy_names():
+        raise ValueError(f"unknown policy {args.policy!r}; use one of {_names()}")
+    prep = _Prepared(args, args.quiet)
+    result = prep.run(args.policy)
+    summary = _write_run(Path(args.out), prep, result)
+    _print_table([summary], sys.stdout)
+    print(f"wrote {args.out}")
+    return 0
+
+
+@_guard
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run several policies on the same input and write one HTML report."""
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    unknown = [n for n in names if n not in registry.policy_names()]
+    if unknown or not names:
+        raise ValueError(f"unknown policies {unknown}; use any of {_names()}")
+    prep = _Prepared(args, args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries: list[dict[str, Any]] = []
+    plots: list[Mapping[str, bytes]] = []
+    for name in names:
+        result = prep.run(name)
+        summary = _summary(prep, result)
+        summary["policy"] = name
+        summaries.append(summary)
+        plots.append({} if args.no_plots else report.result_plots(result, prep.sharing(result)))
+    report.write_json(out / "compare.json", {"config": prep.config(), "results": summaries})
+    _write_compare_csv(out / "compare.csv", summaries)
+    title = f"simulate compare: {', '.join(names)}"
+    (out / "compare.html").write_text(
+        report.compare_html(title, prep.config(), summaries, plots), "utf-8"
+    )
+    _print_table(summaries, sys.stdout)
+    print(f"wrote {out / 'compare.html'}")
+    return 0
+
+
+TABLE_KEYS = ("sdr", "ptr", "wtr", "fairness", "equality", "utilization", "wall_s")
+
+
+def _write_compare_csv(path: Path, summaries: Sequence[Mapping[str, Any]]) -> None:
+    keys = ("policy", "jobs", *TABLE_KEYS, "dropped", "killed", "missed", "makespan_s")
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(keys)
+        for s in summaries:
+            w.writerow([s.get(k, "") for k in keys])
+
+
+def _print_table(summaries: Sequence[Mapping[str, Any]], stream: TextIO) -> None:
+    stream.write(f"{'policy':<16}" + "".join(f"{k:>12}" for k in TABLE_KEYS) + "\n")
+    for s in summaries:
+        name = str(s.get("policy") or report._name(s))
+        cells = "".join(f"{_fmt(s.get(k)):>12}" for k in TABLE_KEYS)
+        stream.write(f"{name:<16}{cells}\n")
+        slow = s.get("mean_slowdown")
+        if isinstance(slow, dict) and 1 < len(slow) <= 8:
+            stream.write(
+                "  mean slowdown: " + ", ".join(f"{q}={v:.3f}" for q, v in slow.items()) + "\n"
+            )
+        for key, label in (("mean_sharing_degree", "mean"), ("min_sharing_degree", "min")):
+            degrees = s.get(key)
+            if isinstance(degrees, dict) and degrees:
+                stream.write(
+                    f"  {label} sharing degree: "
+                    + ", ".join(f"{q}={_fmt(v)}" for q, v in degrees.items())
+                    + "\n"
+                )
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return "-" if v is None else str(v)

@@ -1,0 +1,81 @@
+"""Jobs as the simulator sees them (thesis seed 004, sections 4.1.1 and 5.1.1).
+
+A job is what PYTHIA and Justice know about it: ``requestedTasks`` (its maximum parallelism, one
+vcore per task), ``compTime`` (total vcore-seconds across tasks) and, once synthesised, a deadline
+relative to its submission. The simulator assumes perfect parallelism like the thesis: a job given
+``c`` vcores progresses ``c`` vcore-seconds per second, so its ideal runtime on a cluster of
+``capacity`` vcores is ``compTime / min(requestedTasks, capacity)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """One job of a workload trace (immutable input of a run)."""
+
+    job_id: str
+    submit_s: float
+    tasks: int
+    work: float
+    queue: str = "default"
+    user: str = ""
+    input_bytes: float = 0.0
+    runtime_s: float | None = None
+    deadline_s: float | None = None
+    name: str = ""  # application name where the workload has one (recurring-job signatures)
+
+    def __post_init__(self) -> None:
+        if self.tasks < 1:
+            raise ValueError(f"job {self.job_id}: tasks must be >= 1, got {self.tasks}")
+        if not self.work > 0:
+            raise ValueError(f"job {self.job_id}: work must be > 0, got {self.work}")
+
+    def max_cpus(self, capacity: int) -> int:
+        """``maxCPUs = min(requestedTasks, capacity)`` (Algorithm 3, line 3)."""
+        return min(self.tasks, capacity)
+
+    def ideal_runtime(self, capacity: int) -> float:
+        """Runtime with ``maxCPUs`` vcores from submission on an empty cluster."""
+        return self.work / self.max_cpus(capacity)
+
+    def with_deadline(self, deadline_s: float) -> SimJob:
+        """A copy carrying ``deadline_s`` (seconds after submission)."""
+        return replace(self, deadline_s=deadline_s)
+
+
+class Status(Enum):
+    """Where a job is in its life; the last four are final."""
+
+    PENDING = "pending"  # submitted, held by an admission allocator
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"  # finished by its deadline (or had none)
+    MISSED = "missed"  # finished after its deadline
+    KILLED = "killed"  # terminated while running
+    DROPPED = "dropped"  # refused before it ever ran
+
+
+FINAL = frozenset({Status.SUCCEEDED, Status.MISSED, Status.KILLED, Status.DROPPED})
+
+
+@dataclass(eq=False, slots=True)
+class JobRun:
+    """Mutable per-run state of one job; owned by the runner, updated by the cluster."""
+
+    job: SimJob
+    max_cpus: int
+    status: Status = Status.PENDING
+    start_s: float | None = None
+    end_s: float | None = None
+    consumed: float = 0.0  # vcore-seconds actually received
+    grant: int = 0  # fixed vcores of an admission allocator, 0 under fair share
+    reason: str = ""
+
+    @property
+    def deadline_at(self) -> float:
+        """Absolute deadline; ``inf`` when the job has none."""
+        d = self.job.deadline_s
+        return float("inf") if d is None else self.job.submit_s + d

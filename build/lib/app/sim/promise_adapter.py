@@ -1,0 +1,129 @@
+"""The Promise admission policy (``app/policies/promise``) as a simulator allocator.
+
+Like ``justice_adapter``: on every arrival and completion instant it hands the waiting jobs, the
+running admitted jobs and the free vcores to ``promise.core.admit`` and applies the decisions;
+completed runs (succeeded or missed) are learned by the estimator with ``work`` as the RM's
+``vcoreSeconds``. Killed runs teach nothing (their work is censored).
+
+A simulated job's signature is its normalised name with user and queue where the workload has
+names (``recurring``); the traces carry none, so there it is the queue, user and the power-of-two
+class of the task count (``signature.size_class``). Fallback keys: the user, the queue, global.
+Arrivals feed ``core.LoadMeter`` with their estimated work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from app.policies.justice import core as justice
+from app.policies.promise import core
+from app.policies.promise.estimator import Estimator, Outcome, params_from
+from app.policies.promise.signature import Keys, normalise_name, size_class
+from app.sim.jobs import JobRun, SimJob
+from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
+
+
+def sim_keys(job: SimJob) -> Keys:
+    """The simulator's signature rule (module docstring)."""
+    user = f"u:{job.user}|q:{job.queue}"
+    if job.name:
+        return Keys(f"n:{normalise_name(job.name)}|{user}", user, f"q:{job.queue}")
+    return Keys(f"{user}|c:{size_class(job.tasks)}", user, f"q:{job.queue}")
+
+
+class PromiseAllocator(_Admission):
+    """``promise`` in ``simulate`` and ``simulate compare``."""
+
+    name = "promise"
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        values = core.make_params(params)
+        self.params = core.promise_params(values)
+        self.estimator = Estimator(params_from(values))
+        self._keys: dict[str, Keys] = {}
+        self.decisions["keep"] = 0
+        self.meter = core.LoadMeter()
+        self._wake = math.inf
+
+    def submit(self, run: JobRun) -> None:
+        """Remember the job's keys, then queue it as the Justice adapter does."""
+        job = run.job
+        keys = sim_keys(job)
+        self._keys[job.job_id] = keys
+        assert self.ctx is not None
+        if job.deadline_s is not None:
+            est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
+            self.meter.arrive(self.ctx.now, est.point)
+        super().submit(run)
+
+    def _killable(self, run: JobRun) -> bool:
+        return True
+
+    def _track(self, run: JobRun) -> None:
+        assert self.ctx is not None
+        job = run.job
+        self.estimator.learn(
+            Outcome(self._keys[job.job_id], job.tasks, job.work, job.deadline_s, run.max_cpus)
+        )
+
+    def ended(self, run: JobRun) -> None:
+        """Learn (via ``_track``), forget the keys, run admission again."""
+        super().ended(run)
+        self._keys.pop(run.job.job_id, None)
+
+    def _decide(self, free: int, now: float) -> list[justice.Decision]:
+        assert self.ctx is not None
+        waiting = [
+            core.WaitingJob(
+                r.job.job_id,
+                r.job.tasks,
+                r.job.deadline_s or 0.0,
+                r.job.submit_s,
+                self._keys[r.job.job_id],
+            )
+            for r in self._waiting.values()
+        ]
+        running = [
+            core.RunningJob(
+                r.job.job_id,
+                r.job.tasks,
+                r.job.deadline_s or 0.0,
+                r.job.submit_s,
+                r.start_s if r.start_s is not None else now,
+                r.grant,
+                self._keys[r.job.job_id],
+            )
+            for r in self._running.values()
+        ]
+        out: list[justice.Decision] = []
+        cap = self.ctx.cluster.capacity
+        load = self.meter.load(now)
+        wake = math.inf
+        for d in core.admit(waiting, running, free, cap, now, self.estimator, self.params, load):
+            if d.action == "queue" and d.latest_start_s is not None:
+                wake = min(wake, d.latest_start_s)
+            if d.action == "keep":
+                self.decisions["keep"] += 1
+                continue
+            out.append(justice.Decision(d.action, d.job_id, d.cpus, d.reason))
+        self._wake_at(wake)
+        return out
+
+    def _wake_at(self, at: float) -> None:
+        """Run admission again when a queued job's latest start passes: no arrival or
+        completion may come before then, and the job must be dropped, not left waiting."""
+        assert self.ctx is not None
+        if not math.isfinite(at) or at >= self._wake:
+            return
+        self._wake = at
+        when = max(at, self.ctx.now) + 1e-6
+
+        def wake() -> None:
+            if self._wake == at:
+                self._wake = math.inf
+            self._request()
+
+        self.ctx.engine.schedule(when, wake, PRIORITY_ADMISSION)

@@ -1,0 +1,312 @@
+"""Task-level, non-preemptive fair share: YARN's FairScheduler at container granularity.
+
+The Justice thesis' Baseline FS (seed 004, chapter 5, and chapter 3's greedy allocation) is YARN's
+fair scheduler, which hands out containers one at a time as they free up and never preempts a
+running task ("jobs that require large fractions of the total resource pool get their full
+allocations, causing jobs that arrive later to block", 5.4.1). ``docs/evaluation.md``, "Task
+model", documents this option; the fluid model of ``app/sim/cluster.py`` stays the default.
+
+* A job has ``tasks`` tasks of equal duration ``work / tasks`` (the traces give at most a total
+  and a count per job: Google first-19h's ``task_seconds_total`` and ``n_tasks``).
+* A free container goes to the queue furthest below its share (least used / share), and inside it
+  to the job with the fewest running containers, earlier job first on ties: YARN's memoryless
+  FairSharePolicy with equal job weights. A task keeps its container until it finishes; arrivals
+  only ever get containers that free up.
+* Admission grants (Oracle, PYTHIA, Justice) hold ``grant`` containers for the whole run and run
+  the tasks in waves: the job ends after ``ceil(tasks / grant)`` task durations.
+* Events are per wave, not per task: containers handed to one job at one instant finish together,
+  so they share one completion event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from app.sim.cluster import Cluster, ClusterSpec
+from app.sim.engine import PRIORITY_COMPLETION, Engine, Event
+from app.sim.jobs import JobRun, Status
+
+MODELS = ("fluid", "tasks")
+"""``fluid``: instant re-sharing (``Cluster``); ``tasks``: this module's ``TaskCluster``."""
+
+_EPS = 1e-9
+_HeapEntry = tuple[int, int, int, JobRun]  # (running containers, arrival seq, version, run)
+
+
+def task_seconds(run: JobRun) -> float:
+    """Duration of each of the job's tasks: its work spread evenly over its tasks."""
+    return run.job.work / run.job.tasks
+
+
+def wave_runtime(tasks: int, containers: int, task_s: float) -> float:
+    """Time to run ``tasks`` equal tasks on ``containers`` containers, in waves."""
+    width = min(containers, tasks)
+    return -(-tasks // width) * task_s
+
+
+def work_done_in_waves(tasks: int, containers: int, task_s: float, elapsed: float) -> float:
+    """Vcore-seconds consumed after ``elapsed`` seconds of running in waves (for kills)."""
+    width = min(containers, tasks)
+    waves = min(int(elapsed // task_s), -(-tasks // width))
+    finished = min(tasks, waves * width)
+    in_flight = min(width, tasks - finished)
+    return finished * task_s + in_flight * max(0.0, elapsed - waves * task_s)
+
+
+@dataclass(eq=False, slots=True)
+class _Wave:
+    """Containers given to one job at one instant; they all finish ``task_s`` later."""
+
+    width: int
+    start: float
+    event: Event
+
+
+@dataclass(eq=False, slots=True)
+class _TaskState:
+    """A fair-share job's tasks: not started, running, finished."""
+
+    seq: int
+    task_s: float
+    todo: int
+    done: int = 0
+    running: int = 0
+    version: int = 0  # heap entries with an older version are stale
+    waves: dict[float, _Wave] = field(default_factory=dict)
+
+
+class TaskCluster(Cluster):
+    """``Cluster`` with container-granular, non-preemptive fair share and waves for grants.
+
+    ``pool.rate`` holds each fair-share job's running containers, so the runner's samples and
+    observations read it exactly as in the fluid model.
+    """
+
+    def __init__(self, engine: Engine, spec: ClusterSpec, on_end: Callable[[JobRun], None]):
+        super().__init__(engine, spec, on_end)
+        self._state: dict[int, _TaskState] = {}
+        self._heaps: list[list[_HeapEntry]] = []
+        self._arrivals = 0
+        self.fs_running = 0
+
+    def queue_index(self, name: str) -> int:
+        """As ``Cluster.queue_index``, plus the queue's heap of jobs wanting containers."""
+        ix = super().queue_index(name)
+        while len(self._heaps) < len(self.queues):
+            self._heaps.append([])
+        return ix
+
+    @property
+    def free(self) -> int:
+        """Containers neither granted nor running a fair-share task (a grant cannot preempt)."""
+        return self.capacity - self.granted - self.fs_running
+
+    # ----- time -------------------------------------------------------------------------------
+    def advance(self) -> None:
+        """Integrate usage; nothing drains continuously here (tasks end by events)."""
+        now = self.engine.now
+        dt = now - self._last
+        if dt <= 0:
+            return
+        for q, used in enumerate(self.used_by_queue()):
+            self.used_integral[q] += used * dt
+        self.busy_integral += (self.granted + self.fs_running) * dt
+        self._last = now
+
+    # ----- admission grants in waves ----------------------------------------------------------
+    def start_fixed(self, run: JobRun, cpus: int) -> None:
+        """Hold ``cpus`` containers until the last wave of tasks ends."""
+        if not 1 <= cpus <= self.free:
+            raise ValueError(f"grant of {cpus} vcores does not fit ({self.free} free)")
+        self.advance()
+        self._begin(run)
+        run.grant = cpus
+        self.granted += cpus
+        self.tally.add(cpus, run.max_cpus)
+        self._granted_by_q[self.queue_index(run.job.queue)] += cpus
+        done_at = self.engine.now + wave_runtime(run.job.tasks, cpus, task_seconds(run))
+        self._fixed_events[id(run)] = self.engine.schedule(
+            done_at, lambda: self._finish_fixed(run), PRIORITY_COMPLETION
+        )
+
+    # ----- fair share ---------------------------------------------------------------------------
+    def start_fair(self, run: JobRun) -> None:
+        """Queue ``run``'s tasks for containers; it gets them as they free up."""
+        self.advance()
+        self._begin(run)
+        q = self.queue_index(run.job.queue)
+        self.pool.add(run, q)
+        state = _TaskState(self._arrivals, task_seconds(run), run.job.tasks)
+        self._arrivals += 1
+        self._state[id(run)] = state
+        self._push(run, state, q)
+        self.request_replan()
+
+    def kill(self, run: JobRun, reason: str) -> None:
+        """Terminate ``run``; finished tasks and the elapsed part of running ones are consumed."""
+        if run.status is not Status.RUNNING:
+            return
+        self.advance()
+        run.reason = reason
+        now = self.engine.now
+        if run.grant:
+            self._fixed_events.pop(id(run)).cancel()
+            elapsed = now - self._since(run)
+            run.consumed = work_done_in_waves(run.job.tasks, run.grant, task_seconds(run), elapsed)
+            self._release_grant(run)
+        else:
+            state = self._state[id(run)]
+            partial = 0.0
+            for wave in state.waves.values():
+                wave.event.cancel()
+                partial += wave.width * (now - wave.start)
+            self._release_fair(run, state.running)
+            run.consumed = state.done * state.task_s + partial
+            self._forget(run)
+            self.request_replan()
+        self._end(run, Status.KILLED)
+
+    def _replan(self) -> None:
+        # Only free containers are handed out: nothing running is ever taken away.
+        self.advance()
+        self._replan_pending = False
+        free = self.free
+        while free > 0:
+            q = self._pick_queue()
+            if q is None:
+                return
+            limit = min(free, self._room(q)) if self._eligible_queues() == 1 else 1
+            run, state, width = self._pick_job(q, limit)
+            self._assign(run, state, q, width)
+            free -= width
+
+    def _room(self, q: int) -> int:
+        """Containers queue ``q`` may still take under its maximum share (YARN assigns a
+        container only if it keeps the queue within maxResources)."""
+        return math.floor(self.max_shares[q] * self.capacity - self.used_of(q) + _EPS)
+
+    def _eligible_queues(self) -> int:
+        return sum(
+            1 for q in range(len(self.queues)) if self._head(q) is not None and self._room(q) >= 1
+        )
+
+    def _pick_queue(self) -> int | None:
+        """The queue furthest below its share (share-0 queues only borrow what is left)."""
+        best: tuple[int, float] | None = None
+        pick = None
+        for q, used in enumerate(self.used_by_queue()):
+            if self._room(q) < 1 or self._head(q) is None:
+                continue
+            share = self.shares[q]
+            key = (0, used / share) if share > 0 else (1, used)
+            if best is None or key < best:
+                best, pick = key, q
+        return pick
+
+    def _head(self, q: int) -> _HeapEntry | None:
+        heap = self._heaps[q]
+        while heap:
+            if self._valid(heap[0]):
+                return heap[0]
+            heapq.heappop(heap)
+        return None
+
+    @staticmethod
+    def _wants(run: JobRun, state: _TaskState) -> bool:
+        return state.todo > 0 and state.running < run.max_cpus
+
+    def _pick_job(self, q: int, limit: int) -> tuple[JobRun, _TaskState, int]:
+        """The job with the fewest running containers, and how many containers in a row the
+        one-at-a-time rule would give it before another job of the queue comes first."""
+        head = self._head(q)
+        assert head is not None
+        heapq.heappop(self._heaps[q])
+        run = head[3]
+        state = self._state[id(run)]
+        width = min(limit, state.todo, run.max_cpus - state.running)
+        nxt = self._head(q)
+        if nxt is not None:
+            width = min(width, nxt[0] - state.running + (1 if state.seq < nxt[1] else 0))
+        return run, state, max(1, width)
+
+    def _assign(self, run: JobRun, state: _TaskState, q: int, width: int) -> None:
+        now = self.engine.now
+        state.running += width
+        state.todo -= width
+        state.version += 1
+        self.pool.rate[self.pool.slot[id(run)]] = state.running
+        self.fs_running += width
+        self._fs_rate_by_q[q] += width
+        end = now + state.task_s
+        wave = state.waves.get(end)
+        if wave is not None:
+            wave.width += width
+        else:
+            event = self.engine.schedule(end, self._wave_ender(run, end), PRIORITY_COMPLETION)
+            state.waves[end] = _Wave(width, now, event)
+        self._push(run, state, q)
+
+    def _wave_ender(self, run: JobRun, end: float) -> Callable[[], None]:
+        return lambda: self._wave_done(run, end)
+
+    def _wave_done(self, run: JobRun, end: float) -> None:
+        self.advance()
+        state = self._state[id(run)]
+        wave = state.waves.pop(end)
+        state.done += wave.width
+        state.version += 1
+        self._release_fair(run, wave.width)
+        state.running -= wave.width
+        if state.done == run.job.tasks:
+            self._forget(run)
+            run.consumed = run.job.work
+            self._end(run, _outcome(run, self.engine.now))
+        else:
+            self.pool.rate[self.pool.slot[id(run)]] = state.running
+            self._push(run, state, self.queue_index(run.job.queue))
+        self.request_replan()
+
+    def _release_fair(self, run: JobRun, containers: int) -> None:
+        self.fs_running -= containers
+        self._fs_rate_by_q[self.queue_index(run.job.queue)] -= containers
+
+    def _push(self, run: JobRun, state: _TaskState, q: int) -> None:
+        if self._wants(run, state):
+            heap = self._heaps[q]
+            heapq.heappush(heap, (state.running, state.seq, state.version, run))
+            if len(heap) > 4 * len(self._state) + 64:
+                self._compact(q)
+
+    def _compact(self, q: int) -> None:
+        # Stale entries (older versions, ended jobs) sink below the valid ones; drop them now and
+        # then so that the heap stays proportional to the live jobs.
+        live = [e for e in self._heaps[q] if self._valid(e)]
+        heapq.heapify(live)
+        self._heaps[q] = live
+
+    def _valid(self, entry: _HeapEntry) -> bool:
+        run = entry[3]
+        state = self._state.get(id(run))
+        return state is not None and state.version == entry[2] and self._wants(run, state)
+
+    def _forget(self, run: JobRun) -> None:
+        self.pool.remove(run)
+        del self._state[id(run)]
+
+
+def _outcome(run: JobRun, now: float) -> Status:
+    return Status.SUCCEEDED if now <= run.deadline_at + 1e-6 else Status.MISSED
+
+
+def make_cluster(
+    model: str, engine: Engine, spec: ClusterSpec, on_end: Callable[[JobRun], None]
+) -> Cluster:
+    """The cluster of ``model`` (one of ``MODELS``)."""
+    if model == "fluid":
+        return Cluster(engine, spec, on_end)
+    if model == "tasks":
+        return TaskCluster(engine, spec, on_end)
+    raise ValueError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
