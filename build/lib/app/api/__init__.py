@@ -1,1 +1,0 @@
-"""HTTP API: routes own the transaction; schemas are separate from ORM rows and domain objects."""

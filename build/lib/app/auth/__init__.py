@@ -1,1 +1,0 @@
-"""Who may do what on the sidecar's API: roles, API tokens and the acting principal."""

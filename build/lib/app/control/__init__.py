@@ -1,1 +1,0 @@
-"""Pure control layer: desired shares vs observed configuration -> bounded, ordered actions."""

@@ -1,8 +1,0 @@
-"""Persistence: SQLAlchemy 2 models, engine/session setup and repository functions (issue 2.3).
-
-Importing the package registers every model module on ``Base.metadata`` (Alembic's target).
-"""
-
-from app.db import auth_models, control_models, jobs_models, models
-
-__all__ = ["auth_models", "control_models", "jobs_models", "models"]

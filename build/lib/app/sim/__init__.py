@@ -1,4 +1,0 @@
-"""Trace-driven simulator of a YARN cluster under the sidecar's policies (issue 7).
-
-See ``docs/evaluation.md`` for the model, the trace formats and the reproduced comparisons.
-"""
