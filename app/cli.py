@@ -17,6 +17,7 @@ import yaml
 import app as app_pkg
 from app.observability.whatif_cli import extend as extend_simulate
 from app.operator_cli import configure as configure_operator
+from app.operator_cli import configure_preview
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
 from app.tokens_cli import configure as configure_tokens
@@ -170,61 +171,6 @@ def cmd_policy_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_policy_preview(args: argparse.Namespace) -> int:
-    """Poll the RM once, then print what the queue controller would decide now (pushes nothing)."""
-    from app.db.migrate import upgrade
-    from app.db.session import make_engine, make_session_factory
-    from app.services.base import wall_clock_ms
-    from app.services.controller import Controller
-    from app.services.poller import Poller
-    from app.yarn.actuator import Actuator
-    from app.yarn.client import RMClient
-    from app.yarn.errors import RMError
-    from app.yarn.security import rm_client_options
-
-    settings = _settings(args)
-    upgrade(settings.effective_database_url)
-    engine = make_engine(settings.effective_database_url)
-
-    async def once() -> dict[str, object]:
-        async with RMClient(
-            settings.rm_urls,
-            user=settings.rm_user,
-            timeout_s=settings.rm_timeout_s,
-            retries=settings.rm_retries,
-            **rm_client_options(settings),
-        ) as client:
-            sessions = make_session_factory(engine)
-            name, urls = settings.cluster_name, settings.rm_urls
-            poller = Poller(
-                client,
-                sessions,
-                cluster_name=name,
-                rm_urls=urls,
-                interval_s=settings.poll_interval_s,
-            )
-            await poller.poll(wall_clock_ms(), force=True)
-            controller = Controller(
-                Actuator(client),
-                sessions,
-                defaults=settings.control_config(),
-                cluster_name=name,
-                rm_urls=urls,
-                poll_interval_s=settings.poll_interval_s,
-            )
-            return await controller.preview(wall_clock_ms(), None)
-
-    try:
-        result = asyncio.run(once())
-    except RMError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
-    print(json.dumps(result, indent=2, sort_keys=True))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
     parser = argparse.ArgumentParser(
@@ -264,10 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_policy_run)
     listing = policy_sub.add_parser("list", help="print every registered policy and its parameters")
     listing.set_defaults(func=cmd_policy_list)
-    preview = policy_sub.add_parser(
-        "preview", help="poll once and print what the queue controller would decide now"
-    )
-    preview.set_defaults(func=cmd_policy_preview)
+    configure_preview(policy_sub)
 
     configure_sim(sub)
     extend_simulate(sub.choices["simulate"], lambda: load_settings())

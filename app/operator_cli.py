@@ -2,22 +2,41 @@
 ``yarn-sidecar jobs ...`` (the mission's "operators inspect decisions through ... a CLI").
 
 They only read and write through the public API, so they work against a sidecar on another host
-(``--url``, or ``YARN_SIDECAR_URL``). Output is a short table, or the API's JSON with ``--json``.
+(``--url``, or ``YARN_SIDECAR_URL``). Without either, the URL is the one ``yarn-sidecar serve``
+listens on with the same environment (``YARN_SIDECAR_API_HOST``, ``YARN_SIDECAR_API_PORT`` and
+https when ``YARN_SIDECAR_API_TLS_CERTFILE`` is set), so an operator on the sidecar's host needs no
+flag. Output is a short table, or the API's JSON with ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+_WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
+
+
+def default_url(env: Mapping[str, str]) -> str:
+    """``YARN_SIDECAR_URL``, else where ``serve`` listens under the same environment."""
+    if env.get("YARN_SIDECAR_URL"):
+        return env["YARN_SIDECAR_URL"]
+    host = env.get("YARN_SIDECAR_API_HOST", "127.0.0.1")
+    # A wildcard bind answers on loopback; the wildcard itself is not an address to connect to.
+    host = "127.0.0.1" if host in _WILDCARD_HOSTS else host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    port = env.get("YARN_SIDECAR_API_PORT", "8000")
+    scheme = "https" if env.get("YARN_SIDECAR_API_TLS_CERTFILE") else "http"
+    return f"{scheme}://{host}:{port}"
 
 
 class OperatorError(Exception):
@@ -86,10 +105,35 @@ def jobs_list(client: httpx.Client, args: argparse.Namespace) -> str:
     if args.json:
         return json.dumps(page, indent=2)
     rows = [
-        (j["id"], j["name"], j["queue"], j["state"], j["granted_cpus"], j["app_id"])
+        (
+            j["id"],
+            j["name"],
+            j["queue"],
+            j["state"],
+            j["granted_cpus"],
+            _short_time(j["deadline_at"]),
+            _outcome(j["met_deadline"]),
+            j["app_id"],
+            (j.get("reason") or "")[:60],
+        )
         for j in page["items"]
     ]
-    return _table(rows, ("id", "name", "queue", "state", "cpus", "app"))
+    header = ("id", "name", "queue", "state", "cpus", "deadline", "outcome", "app", "why")
+    return _table(rows, header)
+
+
+def _short_time(iso: str | None) -> str:
+    """``2026-11-22T15:04:05.123+00:00`` -> ``11-22T15:04:05Z`` (UTC, to the second)."""
+    if not iso:
+        return ""
+    when = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC)
+    return when.strftime("%m-%dT%H:%M:%SZ")
+
+
+def _outcome(met: bool | None) -> str:
+    return "" if met is None else ("met" if met else "missed")
 
 
 def jobs_show(client: httpx.Client, args: argparse.Namespace) -> str:
@@ -120,13 +164,54 @@ def jobs_cancel(client: httpx.Client, args: argparse.Namespace) -> str:
     return f"{job['id']}  {job['state']}"
 
 
-def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``decisions`` and ``jobs`` to the top-level parser."""
+def policy_preview(client: httpx.Client, args: argparse.Namespace) -> str:
+    """``POST /policy/preview`` on the running sidecar: queue -> current -> proposed -> why."""
+    body: dict[str, Any] = {}
+    if args.policy:
+        body["policy"] = args.policy
+    if args.mode:
+        body["mode"] = args.mode
+    if args.params:
+        try:
+            body["params"] = json.loads(args.params)
+        except json.JSONDecodeError as exc:
+            raise OperatorError(f"--params: invalid JSON: {exc.msg}", usage=True) from exc
+    result = _call(client, "POST", "/policy/preview", json=body or None, flags=True)
+    if args.json:
+        return json.dumps(result, indent=2, sort_keys=True)
+    config = result.get("config") or {}
+    head = (
+        f"{config.get('policy')} in {config.get('mode')} mode: {result['status']}: "
+        f"{result['reason']}"
+    )
+    plan = ((result.get("outputs") or {}).get("plan") or {}).get("queues") or {}
+    if not plan:
+        return head
+    rows = []
+    for queue, line in sorted(plan.items()):
+        share = line.get("share")
+        rows.append(
+            (
+                queue,
+                (line.get("live") or {}).get("capacity", ""),
+                (line.get("planned") or {}).get("capacity", ""),
+                "" if share is None else f"{share:.4f}",
+                "yes" if line.get("changed") else "",
+                "; ".join(line.get("reasons") or ())[:90],
+            )
+        )
+    table = _table(rows, ("queue", "current", "proposed", "share", "change", "why"))
+    return f"{head}\n{table}"
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options every command that talks to a running sidecar takes."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--url",
-        default=os.environ.get("YARN_SIDECAR_URL", DEFAULT_URL),
-        help=f"the sidecar's API (YARN_SIDECAR_URL; default {DEFAULT_URL})",
+        default=default_url(os.environ),
+        help="the sidecar's API (YARN_SIDECAR_URL; default: where 'serve' listens, from "
+        f"YARN_SIDECAR_API_HOST/PORT, else {DEFAULT_URL})",
     )
     common.add_argument(
         "--token",
@@ -134,6 +219,25 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="API token (YARN_SIDECAR_TOKEN; from 'yarn-sidecar tokens create')",
     )
     common.add_argument("--json", action="store_true", help="print the API's JSON")
+    return common
+
+
+def configure_preview(policy_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``yarn-sidecar policy preview``: asks the running sidecar, pushes nothing."""
+    preview = policy_sub.add_parser(
+        "preview",
+        parents=[_common()],
+        help="what the running sidecar's queue controller would decide now (pushes nothing)",
+    )
+    preview.add_argument("--policy", help="preview another policy than the active one")
+    preview.add_argument("--params", help="the policy's parameters as a JSON object")
+    preview.add_argument("--mode", choices=("observe", "advise", "enforce"))
+    preview.set_defaults(func=_run(policy_preview))
+
+
+def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``decisions`` and ``jobs`` to the top-level parser."""
+    common = _common()
 
     dec = sub.add_parser("decisions", help="inspect the audit trail of a running sidecar")
     dsub = dec.add_subparsers(dest="decisions_command", required=True, metavar="ACTION")

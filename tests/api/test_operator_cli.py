@@ -61,14 +61,23 @@ def test_jobs_submit_list_show_cancel(
     )
     code, out, _ = _cli(capsys, "jobs", "list")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["id", "name", "queue", "state", "cpus", "app"]
-    assert len(lines) == 2 and lines[1].split()[:5] == [
+    assert code == 0 and lines[0].split() == [
+        "id", "name", "queue", "state", "cpus", "deadline", "outcome", "app", "why",
+    ]
+    listed = served.get("/jobs").json()["items"][0]
+    deadline = operator_cli._short_time(listed["deadline_at"])
+    assert deadline.endswith("Z") and deadline[:5] == listed["deadline_at"][5:10]
+    assert len(lines) == 2 and lines[1].split()[:6] == [
         job_id,
         "nightly",
         "root.deadline",
         "admitted",
         "3",
+        deadline,
     ]
+    # admitted and not yet run: no outcome, no app; the why is the admission's reason
+    assert lines[1].rstrip().endswith(listed["reason"][:60].rstrip())
+    assert "met" not in lines[1].split() and "missed" not in lines[1].split()
     code, out, _ = _cli(capsys, "jobs", "show", job_id)
     assert code == 0 and "admit" in out and "whole request of 3 CPUs fits" in out
     code, out, _ = _cli(capsys, "jobs", "cancel", job_id)
@@ -124,3 +133,21 @@ def test_an_unknown_filter_value_is_a_usage_error(
     assert "422: kind: must be one of queue, policy, admission, got 'nope'" in err
     code, _, err = _cli(capsys, "jobs", "list", "--state", "nope")
     assert code == 2 and "422: state: must be one of" in err
+
+
+@pytest.mark.parametrize(
+    ("env", "url"),
+    [
+        ({}, "http://127.0.0.1:8000"),
+        ({"YARN_SIDECAR_API_PORT": "9123"}, "http://127.0.0.1:9123"),
+        ({"YARN_SIDECAR_API_HOST": "0.0.0.0", "YARN_SIDECAR_API_PORT": "9"}, "http://127.0.0.1:9"),
+        ({"YARN_SIDECAR_API_HOST": "::1"}, "http://[::1]:8000"),
+        (
+            {"YARN_SIDECAR_API_HOST": "side.example", "YARN_SIDECAR_API_TLS_CERTFILE": "/c.pem"},
+            "https://side.example:8000",
+        ),
+        ({"YARN_SIDECAR_URL": "https://x:1", "YARN_SIDECAR_API_PORT": "9"}, "https://x:1"),
+    ],
+)
+def test_the_default_url_is_where_serve_listens(env: dict[str, str], url: str) -> None:
+    assert operator_cli.default_url(env) == url

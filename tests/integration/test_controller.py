@@ -293,25 +293,54 @@ async def test_unreachable_rm_at_push_time_leaves_the_configuration_wholly_old(
     assert await rm.scheduler_conf_version() == version
 
 
-def test_cli_policy_preview_polls_and_decides_without_pushing(
+def test_cli_policy_preview_asks_the_running_sidecar_and_pushes_nothing(
     rm_url: str,
     busy_queues: list[str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    import contextlib
+
+    from fastapi.testclient import TestClient
+
+    from app import operator_cli
     from app.cli import main
+    from app.main import create_app
+    from app.settings import Settings
 
     async def version() -> int:
         async with RMClient([rm_url], timeout_s=30) as client:
             return await client.scheduler_conf_version()
 
     before = asyncio.run(version())
-    monkeypatch.setenv("YARN_SIDECAR_RM_URLS", rm_url)
-    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", f"sqlite:///{tmp_path}/cli.db")
-    monkeypatch.setenv("YARN_SIDECAR_POLICY", "ltrf")
-    monkeypatch.setenv("YARN_SIDECAR_MODE", "enforce")
-    assert main(["policy", "preview"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["status"] == "would_push" and out["changes"], out
+    settings = Settings(
+        rm_urls=[rm_url],
+        database_url=f"sqlite:///{tmp_path}/cli.db",
+        policy="ltrf",
+        mode="advise",
+        queue_floors={"*": 0},
+        auth="none",
+    )
+    upgrade(settings.effective_database_url)
+    app = create_app(settings, run_loops=False)
+    with TestClient(app) as client:
+        state = app.state.sidecar
+        assert state.poller is not None
+        client.portal.call(lambda: state.poller.poll(int(time.time() * 1000), force=True))
+        monkeypatch.setattr(operator_cli, "_client", lambda url: contextlib.nullcontext(client))
+        assert main(["policy", "preview", "--mode", "enforce"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith("ltrf in enforce mode: would_push:"), out
+        assert out[1].split() == ["queue", "current", "proposed", "share", "change", "why"]
+        rows = {line.split()[0]: line.split() for line in out[2:]}
+        assert set(rows) >= {"root.etl", "root.adhoc", "root.deadline"}, out
+        assert any(r[4] == "yes" for r in rows.values() if len(r) > 4), out
+        assert main(["policy", "preview", "--mode", "enforce", "--json"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert body["status"] == "would_push" and body["changes"], body
+        for queue, values in body["changes"].items():
+            assert rows[queue][2] == values["capacity"]
+        assert main(["policy", "preview", "--policy", "nope"]) == 2
+        assert "policy:" in capsys.readouterr().err
     assert asyncio.run(version()) == before
