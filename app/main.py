@@ -29,6 +29,7 @@ from app.api.routes import (
     queues,
     whatif,
 )
+from app.api.routes import docs as api_docs
 from app.api.routes import estimator as estimator_routes
 from app.api.routes import jobs as jobs_routes
 from app.api.routes import templates as templates_routes
@@ -143,7 +144,10 @@ def create_app(
         version=app_pkg.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    api_docs.install(api)
     # Read-only resources need a viewer; the others declare their roles route by route.
     viewer = [Depends(require(Role.VIEWER))]
     for router in (queues.router, apps.router, decisions.router, ledger.router):

@@ -120,6 +120,17 @@ def test_serve_from_the_wheel_answers_health_docs_and_the_dashboard(
             assert time.monotonic() < deadline, "sidecar installed from the wheel did not start"
             time.sleep(0.5)
         assert httpx.get(f"{base}/docs", timeout=5).status_code == 200
+        # the Swagger UI and ReDoc bundles are inside what was installed, not on a CDN
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+            r = httpx.get(f"{base}/docs/static/{asset}", timeout=5)
+            assert r.status_code == 200 and len(r.content) > 100_000, asset
+        # the operator CLI finds the sidecar from the same environment as `serve`
+        listing = subprocess.run(
+            [str(installed / "yarn-sidecar"), "decisions", "list"],
+            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60,
+        )
+        assert listing.returncode == 0, listing.stderr
+        assert listing.stdout.split()[:3] == ["id", "time", "kind"]
         ui = httpx.get(f"{base}/ui", timeout=5)
         assert ui.status_code == 200
         assert httpx.get(f"{base}/ready", timeout=5).status_code in (200, 503)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -266,3 +267,19 @@ async def test_raw_commands_can_be_disabled(db: Db) -> None:
         job = {"name": "n", "deadline": 600, "requested_tasks": 2, "run": RAW}
         r = await s.anon.post("/jobs", json=job, headers=s.as_("ops"))
         assert r.status_code == 403 and "disabled" in r.json()["detail"]
+
+
+async def test_api_docs_are_open_pages_served_from_the_package(served: Served) -> None:
+    """The docs pages carry no data (the schema is fetched like any call) and load nothing from
+    a CDN: every script, stylesheet and icon they name is served by the sidecar itself."""
+    for path in ("/docs", "/redoc"):
+        page = await served.anon.get(path)
+        assert page.status_code == 200, path
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+        assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        assert assets and all(a.startswith("/docs/static/") for a in assets), assets
+        for asset in assets:
+            r = await served.anon.get(asset)
+            assert r.status_code == 200 and len(r.content) > 500, asset
+    bundle = await served.anon.get("/docs/static/redoc.standalone.js")
+    assert b"cdn.redoc.ly" not in bundle.content

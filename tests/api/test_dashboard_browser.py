@@ -207,3 +207,39 @@ def test_token_is_sent_as_a_bearer_header(sidecar: tuple[str, str], browser: obj
     assert page.evaluate("() => sessionStorage.getItem('yarn-sidecar-token')") == "s3cret-token"
     assert seen[0] is None and seen[-1] == "Bearer s3cret-token"
     context.close()
+
+
+def test_api_docs_render_with_no_network(sidecar: tuple[str, str], browser: object) -> None:
+    """``/docs`` and ``/redoc`` come up on a host with no route to the internet: every request
+    that leaves the sidecar is refused, and none is even attempted."""
+    base, _ = sidecar
+    context = browser.new_context()  # type: ignore[attr-defined]
+    outside: list[str] = []
+
+    def only_the_sidecar(route: object, request: object) -> None:
+        url = request.url  # type: ignore[attr-defined]
+        if url.startswith(base + "/"):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            outside.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    context.route("**/*", only_the_sidecar)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+
+    page.goto(base + "/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("YARN Policy Sidecar")
+    # the operations are rendered from /openapi.json, with the bearer-token Authorize button
+    expect(page.locator(".opblock-summary-path[data-path='/policy']").first).to_be_visible()
+    expect(page.locator("button.authorize")).to_be_visible()
+    _shot(page, "docs")
+
+    page.goto(base + "/redoc")
+    expect(page.locator("h1").first).to_contain_text("YARN Policy Sidecar")
+    expect(page.get_by_text("/policy/preview").first).to_be_attached()
+    context.close()
+    assert outside == [], outside
+    assert problems == [], problems
