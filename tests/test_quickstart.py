@@ -1,0 +1,84 @@
+"""``scripts/quickstart`` as a newcomer runs it: it starts the sidecar in the foreground and stops
+it, and whatever it started, on SIGTERM as well as on Ctrl-C (a supervisor or ``timeout`` sends
+SIGTERM, not SIGINT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "quickstart"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YARN_SIDECAR_")}
+    env.update(
+        # an RM URL given: the script starts no mini cluster; nothing answers there, which the
+        # sidecar reports on /ready while /health and the API stay up
+        YARN_SIDECAR_RM_URLS="http://127.0.0.1:9",
+        YARN_SIDECAR_DATABASE_URL=f"sqlite:///{tmp_path}/sidecar.db",
+        YARN_SIDECAR_API_PORT=str(port),
+    )
+    return subprocess.Popen(
+        [str(SCRIPT), "--no-bootstrap", "--workdir", str(tmp_path / "work")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], base: str) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            pytest.fail((proc.stdout.read() if proc.stdout else b"").decode())
+        assert time.monotonic() < deadline, "quickstart's sidecar did not start"
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_quickstart_stops_its_sidecar_on_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    port = _free_port()
+    proc = _start(tmp_path, port)
+    try:
+        _wait_healthy(proc, f"http://127.0.0.1:{port}")
+        token = (tmp_path / "work" / "operator.token").read_text().strip()
+        assert token.startswith("ysc_")
+        assert (tmp_path / "work" / "operator.token").stat().st_mode & 0o077 == 0
+        proc.send_signal(sig)  # to the script only, as a supervisor would
+        assert proc.wait(timeout=30) == 128 + int(sig)
+        # and the sidecar it started is gone with it: nothing answers on its port any more
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_quickstart_refuses_a_bad_argument(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [str(SCRIPT), "--rm-port", "80a", "--no-bootstrap"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=30,
+    )
+    assert r.returncode == 2 and "--rm-port must be a number" in r.stderr
+    r = subprocess.run([str(SCRIPT), "--bogus"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "unknown argument --bogus" in r.stderr
