@@ -9,6 +9,8 @@ from app.db.models import Base
 from app.db.session import make_engine
 
 config = context.config
+# Advisory-lock key for migrations (any constant other locks in this database do not use).
+MIGRATION_LOCK = 0x5953_4D49  # "YSMI"
 target_metadata = Base.metadata
 
 
@@ -35,6 +37,11 @@ def run_migrations_online() -> None:
             compare_type=True,
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # Two sidecars started together (a rolling restart, two replicas) both migrate
+                # at start-up: the second waits here until the first commits, then finds the
+                # database at head. Released with the transaction.
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             context.run_migrations()
     engine.dispose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -46,6 +47,29 @@ def test_downgrade_with_data_then_upgrade_again(db_url: str) -> None:
         downgrade(db_url, "base")
         assert "clusters" not in inspect(engine).get_table_names()
         upgrade(db_url)
+        assert current_revision(engine) == head_revision(db_url)
+    finally:
+        engine.dispose()
+
+
+def test_sidecars_starting_together_on_postgresql_both_migrate(db_url: str) -> None:
+    """Two processes' ``serve`` migrate at once (a rolling restart): one waits for the other's
+    transaction, then finds the database at head; neither fails on a table the other created."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite is single-process: one sidecar migrates it")
+    import subprocess
+    import sys
+
+    # Processes, as in production (Alembic's context is per process, not per thread).
+    code = "import sys; from app.db.migrate import upgrade; upgrade(sys.argv[1])"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, db_url], stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    engine = make_engine(db_url)
+    try:
         assert current_revision(engine) == head_revision(db_url)
     finally:
         engine.dispose()
