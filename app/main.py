@@ -26,6 +26,7 @@ from app.api.routes import (
     metrics,
     observe,
     policy,
+    pushes,
     queues,
     whatif,
 )
@@ -150,7 +151,7 @@ def create_app(
     api_docs.install(api)
     # Read-only resources need a viewer; the others declare their roles route by route.
     viewer = [Depends(require(Role.VIEWER))]
-    for router in (queues.router, apps.router, decisions.router, ledger.router):
+    for router in (queues.router, apps.router, decisions.router, ledger.router, pushes.router):
         api.include_router(router, dependencies=viewer)
     api.include_router(estimator_routes.router, dependencies=viewer)
     api.include_router(templates_routes.router, dependencies=viewer)

@@ -272,6 +272,42 @@ def settle_push(
     session.flush()
 
 
+def complete_decision(session: Session, decision_id: int, done: Decision) -> Decision:
+    """Fill the decision written ahead of a push with the tick's outcome (same row, same id)."""
+    row = session.get(Decision, decision_id)
+    if row is None:
+        raise LookupError(f"decision {decision_id} not found")
+    for attr in ("outputs", "pushed", "status", "rm_response", "reason"):
+        setattr(row, attr, getattr(done, attr))
+    session.flush()
+    return row
+
+
+def settle_pending_decision(session: Session, push_id: int, status: str, reason: str) -> None:
+    """Complete the decision written ahead of a push that a later tick settled."""
+    push = session.get(ConfigPush, push_id)
+    if push is None or push.decision_id is None:
+        return
+    row = session.get(Decision, push.decision_id)
+    if row is not None and row.status in ("pushing", "pushed_unverified"):
+        # An unverified push keeps what its tick said, and says how it ended.
+        row.reason = reason if row.status == "pushing" else f"{row.reason}; {reason}"
+        row.status = status
+        session.flush()
+
+
+def list_pushes(
+    session: Session, limit: int, before_id: int | None = None, status: str | None = None
+) -> list[ConfigPush]:
+    """Pushes newest first (``before_id`` pages on)."""
+    stmt = select(ConfigPush)
+    if status is not None:
+        stmt = stmt.where(ConfigPush.status == status)
+    if before_id is not None:
+        stmt = stmt.where(ConfigPush.id < before_id)
+    return list(session.scalars(stmt.order_by(ConfigPush.id.desc()).limit(limit)))
+
+
 def add_push(session: Session, push: ConfigPush) -> ConfigPush:
     """Record one push (or an accepted baseline)."""
     session.add(push)

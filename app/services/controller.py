@@ -37,7 +37,7 @@ from app.control import floors as control_floors
 from app.control import idle, preemption
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
-from app.control.drift import QueueValues, differences
+from app.control.drift import differences
 from app.control.ledger import LedgerStep, integrate
 from app.control.plan import Plan, plan_outcome
 from app.db import control_repo, repo
@@ -86,6 +86,8 @@ class Work:
     settle: tuple[int, str] | None = None
     pending_id: int | None = None
     floors: control_floors.Floors | None = None
+    # The decision written ahead with the push (status ``pushing``), completed by ``_commit``.
+    pending_decision_id: int | None = None
 
     @property
     def drift_blocks(self) -> bool:
@@ -219,8 +221,9 @@ class Controller(LoopService):
                 return await self._record_skip(ctx, now_ms, "policy_error", str(exc))
             if pushes(work):
                 # Write-ahead: were the process to die between the PUT and the commit, the next
-                # tick finds this row and knows the values it then reads are its own.
-                work = replace(work, pending_id=await asyncio.to_thread(self._write_ahead, work))
+                # tick finds this push and its decision, and settles both from what the RM holds.
+                push_id, decision_id = await asyncio.to_thread(self._write_ahead, work)
+                work = replace(work, pending_id=push_id, pending_decision_id=decision_id)
             result = await self._actuate(work)
             return await asyncio.to_thread(self._commit, work, result)
 
@@ -252,7 +255,7 @@ class Controller(LoopService):
             state = control_repo.load_policy_state(session, ctx.cluster_id, cfg.policy)
             baseline_row = control_repo.last_baseline(session, ctx.cluster_id, live.parent)
             pending = control_repo.last_pending(session, ctx.cluster_id, live.parent, baseline_row)
-            settle = _settle(pending, live.values) if pending is not None else None
+            settle = settle_pending(pending, live) if pending is not None else None
             if settle is not None and settle[1] == "applied":
                 baseline_row = pending
             baseline = _baseline_json(baseline_row) if baseline_row is not None else None
@@ -331,11 +334,15 @@ class Controller(LoopService):
             work.live.version,
         )
 
-    def _write_ahead(self, work: Work) -> int:
-        """Commit the push as ``pending`` before its PUT; ``_commit`` settles it."""
+    def _write_ahead(self, work: Work) -> tuple[int, int]:
+        """Commit the push as ``pending`` and its decision as ``pushing`` before the PUT;
+        ``_commit`` completes both, or a later tick settles them from the RM's state."""
         with transaction(self.sessions) as session:
-            row = control_repo.add_push(session, _push_row(work, control_repo.PENDING, None))
-            return row.id
+            decision = repo.add_decision(session, _decision_row(work, None, *PUSHING))
+            row = _push_row(work, control_repo.PENDING, None)
+            row.decision_id = decision.id
+            control_repo.add_push(session, row)
+            return row.id, decision.id
 
     # --- recording --------------------------------------------------------------------------
 
@@ -343,23 +350,11 @@ class Controller(LoopService):
         status, reason = outcome_status(work, result)
         cfg, cid = work.ctx.cfg, work.ctx.cluster_id
         with transaction(self.sessions) as session:
-            decision = repo.add_decision(
-                session,
-                Decision(
-                    cluster_id=cid,
-                    created_ms=work.now_ms,
-                    kind=KIND,
-                    policy=cfg.policy,
-                    mode=cfg.mode,
-                    params=cfg.to_dict(),
-                    inputs=audit_inputs(work),
-                    outputs=audit_outputs(work, result),
-                    pushed=work.plan.changes() if result is not None else None,
-                    status=status,
-                    rm_response=result.message if result is not None else None,
-                    reason=reason,
-                ),
-            )
+            row = _decision_row(work, result, status, reason)
+            if work.pending_decision_id is not None:
+                decision = control_repo.complete_decision(session, work.pending_decision_id, row)
+            else:
+                decision = repo.add_decision(session, row)
             if work.outcome.state is not None:
                 control_repo.save_policy_state(
                     session, cid, cfg.policy, dict(work.outcome.state), work.now_ms
@@ -373,6 +368,9 @@ class Controller(LoopService):
                 push_id, settled = work.settle
                 version = work.live.version if settled == "applied" else None
                 control_repo.settle_push(session, push_id, settled, version)
+                control_repo.settle_pending_decision(
+                    session, push_id, RECOVERED[settled], recovery_reason(settled, work.live)
+                )
             if result is not None and work.pending_id is not None:
                 # Unverified: whether the PUT landed is unknown, so the row stays pending and the
                 # next tick settles it by the values it reads (never a false drift).
@@ -506,11 +504,55 @@ def _push_row(work: Work, status: str, version_after: int | None) -> ConfigPush:
     )
 
 
-def _settle(pending: ConfigPush, live: QueueValues) -> tuple[int, str]:
-    """What became of a push whose tick died before recording it: the RM holding its values means
-    it landed (it is the baseline now); otherwise whether it landed is unknown."""
-    landed = not differences(pending.values, live)
-    return pending.id, "applied" if landed else "unconfirmed"
+PUSHING = ("pushing", "written before the PUT; completed when the RM answers")
+# A recovered push's decision status, by what the RM's state shows.
+RECOVERED = {"applied": "pushed", "not_applied": "not_applied", "unknown": "unknown"}
+
+
+def settle_pending(pending: ConfigPush, live: LiveConfig) -> tuple[int, str]:
+    """What became of a push whose tick died before recording the RM's answer.
+
+    Every accepted scheduler-configuration change moves the RM's configuration version, so an
+    unmoved version proves the PUT never landed (``not_applied``). A moved version with the
+    pushed values in place means it landed (``applied``; the baseline from now on). A moved
+    version with other values, or no version to compare, cannot tell (``unknown``)."""
+    before, now = pending.version_before, live.version
+    if before is not None and now is not None and now == before:
+        return pending.id, "not_applied"
+    if not differences(pending.values, live.values):
+        return pending.id, "applied"
+    return pending.id, "unknown"
+
+
+def recovery_reason(settled: str, live: LiveConfig) -> str:
+    """The reason a recovered push's decision gives."""
+    version = f"configuration version {live.version}" if live.version is not None else ""
+    why = {
+        "applied": f"the RM holds the pushed values ({version or 'values compared'})",
+        "not_applied": f"the RM's {version} has not moved since the push: the PUT never landed",
+        "unknown": "the RM holds other values and its configuration moved since the push: "
+        "whether this PUT landed cannot be told",
+    }[settled]
+    return f"settled by a later tick (the RM's answer to the PUT was never recorded): {why}"
+
+
+def _decision_row(work: Work, result: PushResult | None, status: str, reason: str) -> Decision:
+    """The decision of one tick (also the ``pushing`` record written ahead of a PUT)."""
+    cfg = work.ctx.cfg
+    return Decision(
+        cluster_id=work.ctx.cluster_id,
+        created_ms=work.now_ms,
+        kind=KIND,
+        policy=cfg.policy,
+        mode=cfg.mode,
+        params=cfg.to_dict(),
+        inputs=audit_inputs(work),
+        outputs=audit_outputs(work, result),
+        pushed=work.plan.changes() if result is not None or status == PUSHING[0] else None,
+        status=status,
+        rm_response=result.message if result is not None else None,
+        reason=reason,
+    )
 
 
 def pushes(work: Work) -> bool:

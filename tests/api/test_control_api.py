@@ -294,3 +294,25 @@ async def test_put_policy_accepts_a_newly_registered_policy(api: httpx.AsyncClie
     assert (r.json()["policy"], r.json()["params"]) == ("proportional", {"floor": 0.2})
     bad = await api.put("/policy", json={"policy": "proportional", "params": {"floor": 3}})
     assert bad.status_code == 422 and "params.floor" in bad.text
+
+
+async def test_pushes_list_every_attempt_linked_to_its_decision(
+    served: tuple[httpx.AsyncClient, FastAPI], db: Db, rm: RecordedRM
+) -> None:
+    api, app = served
+    assert (await api.get("/pushes")).json() == {"items": [], "next_before": None}
+    _seed_polls(db)
+    assert (await api.put("/policy", json={"mode": "enforce"})).status_code == 200
+    report = await app.state.sidecar.controller.control(NOW_MS)
+    assert rm.writes, report  # a PUT was sent
+    page = (await api.get("/pushes")).json()
+    (push,) = page["items"]
+    assert push["decision_id"] == report.decision_id and push["status"] != "pending"
+    assert push["values"] and push["previous"]["root.etl"]["capacity"] in ("20", "20.0")
+    decision = (await api.get(f"/decisions/{push['decision_id']}")).json()
+    # the decision written before the PUT was completed in place: one record per attempt
+    assert decision["status"] == report.status and decision["status"] != "pushing"
+    queue_decisions = (await api.get("/decisions", params={"kind": "queue"})).json()["items"]
+    assert [d["id"] for d in queue_decisions] == [report.decision_id]
+    only = (await api.get("/pushes", params={"status": "nope"})).json()
+    assert only["items"] == []

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from app.control.drift import normalise
 from app.control.plan import Limits, Plan, percent_plan
 from app.db.control_models import ConfigPush
+from app.db.models import Decision
 from app.services.controller import Controller
 from app.yarn.actuator import Actuator
 from app.yarn.errors import RMUnavailable
@@ -43,6 +44,17 @@ def push_statuses(db: Db) -> list[str]:
         return list(s.scalars(select(ConfigPush.status).order_by(ConfigPush.id)))
 
 
+def push_decisions(db: Db) -> list[tuple[str, str]]:
+    """(status, reason) of each push's own decision, in push order."""
+    with db.sessions() as s:
+        rows = s.execute(
+            select(Decision.status, Decision.reason)
+            .join(ConfigPush, ConfigPush.decision_id == Decision.id)
+            .order_by(ConfigPush.id)
+        )
+        return [(status, reason) for status, reason in rows]
+
+
 # --- 3: write-ahead of the push ----------------------------------------------------------------
 
 
@@ -63,12 +75,17 @@ async def test_crash_between_push_and_commit_is_not_reported_as_operator_drift(
         await controller(db, rm, config()).control(120_000)
     assert capacities(rm) == {"root.a": "70.00", "root.b": "30.00"}  # the PUT landed
     assert push_statuses(db) == ["applied", "pending"]
+    # the decision was written before the PUT: the audit trail has no hole while it is open
+    assert [d[0] for d in push_decisions(db)] == ["pushed", "pushing"]
     monkeypatch.setattr(Controller, "_commit", real_commit)
     polls(db, rm, 130, 180, **LOAD)
     report = await controller(db, rm, config()).control(180_000)
     assert report.status == "pushed", (report.status, report.reason)
     assert capacities(rm) == {"root.a": "75.00", "root.b": "25.00"}
     assert push_statuses(db) == ["applied", "applied", "applied"]
+    recovered = push_decisions(db)[1]
+    assert recovered[0] == "pushed" and recovered[1].startswith("settled by a later tick")
+    assert "holds the pushed values" in recovered[1]
 
 
 async def test_a_pending_push_the_rm_does_not_hold_is_not_the_baseline(
@@ -92,7 +109,9 @@ async def test_a_pending_push_the_rm_does_not_hold_is_not_the_baseline(
     # Compared with the last push that landed (60/40), 20/80 is an operator's edit.
     assert report.status == "drift", (report.status, report.reason)
     assert capacities(rm) == {"root.a": "20", "root.b": "80"}
-    assert push_statuses(db) == ["applied", "unconfirmed"]
+    # the operator's edit moved the version: whether the dead tick's PUT landed cannot be told
+    assert push_statuses(db) == ["applied", "unknown"]
+    assert push_decisions(db)[1][0] == "unknown"
 
 
 # --- 4: the last PUT attempt ---------------------------------------------------------------------
@@ -171,7 +190,10 @@ async def test_an_unverified_push_that_did_not_land_is_not_drift_later(db: Db) -
     # The RM still holds 60/40, the last push that landed: no drift; 70/30 is pushed now.
     assert report.status == "pushed", (report.status, report.reason)
     assert capacities(rm) == {"root.a": "70.00", "root.b": "30.00"}
-    assert push_statuses(db) == ["applied", "unconfirmed", "applied"]
+    # the RM's configuration version did not move: the lost PUTs provably never landed
+    assert push_statuses(db) == ["applied", "not_applied", "applied"]
+    status, reason = push_decisions(db)[1]
+    assert status == "not_applied" and "never landed" in reason
 
 
 # --- 5 and 9: restores -------------------------------------------------------------------------
