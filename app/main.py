@@ -44,6 +44,7 @@ from app.observability.whatif_runs import WhatIfRuns
 from app.redact import redact_url
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
+from app.services.leader import Leadership
 from app.services.poller import Poller
 from app.services.runtime import Runtime
 from app.settings import Mode, Settings
@@ -126,16 +127,30 @@ def create_app(
                 cfg = controller.current(controller.clock()).cfg
                 return cfg.policy, cfg.mode
 
+            if run_loops:
+                state.leadership = Leadership(
+                    settings.effective_database_url,
+                    state.sessions,
+                    interval_s=settings.poll_interval_s,
+                )
+                leadership = state.leadership
+                # a write is fenced once this process's epoch is no longer the current one
+                state.controller.epoch = lambda: leadership.epoch
+                state.admission.epoch = lambda: leadership.epoch
+                state.admission.may_act = leadership.leads
+            leads = state.leadership.leads if state.leadership is not None else (lambda: True)
             state.metrics.register(
                 SidecarCollector(
-                    state.sessions, settings.cluster_name, policy_info=policy_info
+                    state.sessions, settings.cluster_name, policy_info=policy_info, leader=leads
                 )
             )
             state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
             stack.callback(state.whatif.close)
             api.state.sidecar = state
             if run_loops:
-                runtime = Runtime([state.poller, state.controller, state.admission])
+                runtime = Runtime(
+                    [state.poller, state.controller, state.admission], state.leadership
+                )
                 runtime.start()
                 stack.callback(runtime.shutdown)
             yield

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +38,11 @@ class Ready(BaseModel):
     last_good_poll: dt.datetime | None
     last_good_poll_age_s: float | None = Field(description="Seconds since the last good poll.")
     active_rm_url: str | None
+    leadership: dict[str, Any] | None = Field(
+        None,
+        description="role (leader or follower) of this process, its identity (host:pid), the "
+        "current leader and epoch; null when the loops do not run in this process.",
+    )
 
 
 class QueueOut(BaseModel):

@@ -12,6 +12,7 @@ from app.job_templates import Template
 from app.observability.whatif_runs import WhatIfRuns
 from app.services.admission import AdmissionService
 from app.services.controller import Controller
+from app.services.leader import Leadership
 from app.services.poller import Poller
 from app.settings import Settings
 
@@ -26,6 +27,7 @@ class SidecarState:
     poller: Poller | None = None
     controller: Controller | None = None
     admission: AdmissionService | None = None
+    leadership: Leadership | None = None
     templates: dict[str, Template] = field(default_factory=dict)
     whatif: WhatIfRuns | None = None
     # the registry /metrics exposes: one per app, so tests can run several apps in one process

@@ -3,6 +3,6 @@
 Importing the package registers every model module on ``Base.metadata`` (Alembic's target).
 """
 
-from app.db import auth_models, control_models, jobs_models, models
+from app.db import auth_models, control_models, jobs_models, leader_models, models
 
-__all__ = ["auth_models", "control_models", "jobs_models", "models"]
+__all__ = ["auth_models", "control_models", "jobs_models", "leader_models", "models"]

@@ -40,14 +40,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import jobs_repo, repo
+from app.db import jobs_repo, leader_repo, repo
 from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
 from app.domain import tags as t
@@ -169,6 +169,10 @@ class AdmissionService(LoopService):
         # ``POST /jobs`` being served now (counted by the route, on the event loop).
         self.submissions_in_flight = 0
         self.eager = False
+        # Leadership (``app.services.leader``): only the leader acts on YARN, and each
+        # submission records and is fenced by its epoch. The defaults are one process.
+        self.may_act: Callable[[], bool] = lambda: True
+        self.epoch: Callable[[], int | None] = lambda: None
         self._kicked: asyncio.Task[None] | None = None
         self._kick_again = False
         self.last_round: RoundResult | None = None
@@ -335,7 +339,7 @@ class AdmissionService(LoopService):
         while one runs, further kicks only ask it to run once more, so a burst of submissions
         costs a few passes, not one per request.
         """
-        if not self.eager or not self.options.writes_enabled:
+        if not self.eager or not self.options.writes_enabled or not self.may_act():
             return
         if self._kicked is not None and not self._kicked.done():
             self._kick_again = True
@@ -458,18 +462,24 @@ class AdmissionService(LoopService):
 
     def _reserve(self, job: Job, app_id: str, expiry_ms: int) -> bool:
         now = self.clock()
-        with transaction(self.sessions) as session:
-            won = jobs_repo.transition_app(
-                session, job.id, [job.state], job.app_id, now,
-                state=t.SUBMITTING, app_id=app_id, lifetime_expiry_ms=expiry_ms,
-            )  # fmt: skip
-            if won:
-                record_step(
-                    session, self.cfg, job.id, "reserve",
-                    f"reserved {app_id} before submitting (write-ahead)", now,
-                    cpus=job.granted_cpus or 0, app_id=app_id, previous_app_id=job.app_id,
+        try:
+            with transaction(self.sessions) as session:
+                leader_repo.check_epoch(session, self.epoch())
+                won = jobs_repo.transition_app(
+                    session, job.id, [job.state], job.app_id, now,
+                    state=t.SUBMITTING, app_id=app_id, lifetime_expiry_ms=expiry_ms,
                 )  # fmt: skip
-            return won
+                if won:
+                    record_step(
+                        session, self.cfg, job.id, "reserve",
+                        f"reserved {app_id} before submitting (write-ahead)", now,
+                        cpus=job.granted_cpus or 0, app_id=app_id, previous_app_id=job.app_id,
+                        leader_epoch=self.epoch(),
+                    )  # fmt: skip
+                return won
+        except leader_repo.Fenced as exc:
+            self.log.warning("job %s not submitted: %s", job.id, exc)
+            return False
 
     def _mark_submitted(self, job: Job, app_id: str, expiry_ms: int) -> bool:
         now = self.clock()

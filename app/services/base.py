@@ -34,6 +34,8 @@ class LoopService(abc.ABC):
         self.log = logging.getLogger(type(self).__module__)
         self._stopping = asyncio.Event()
         self.ticks = 0
+        # When set, a tick runs only while it answers True (the leader's loops, ``Runtime``).
+        self.gate: Callable[[], bool] | None = None
 
     @abc.abstractmethod
     async def run_once(self, now_ms: int) -> None:
@@ -41,6 +43,8 @@ class LoopService(abc.ABC):
 
     async def tick(self) -> None:
         """One tick with error containment and an overrun warning."""
+        if self.gate is not None and not self.gate():
+            return
         started = time.monotonic()
         try:
             await self.run_once(self.clock())

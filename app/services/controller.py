@@ -26,7 +26,7 @@ A tick that fails is recorded as such (RM unreachable, policy error) and the loo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,7 +40,7 @@ from app.control.decide import run_policy
 from app.control.drift import differences
 from app.control.ledger import LedgerStep, integrate
 from app.control.plan import Plan, plan_outcome
-from app.db import control_repo, repo
+from app.db import control_repo, leader_repo, repo
 from app.db.control_models import ConfigPush
 from app.db.models import Decision
 from app.db.session import transaction
@@ -134,6 +134,8 @@ class Controller(LoopService):
         # Resources admission reserved for admitted deadline grants, per queue: that queue's
         # floor is at least this (``set_admission_floor``).
         self.admission_floor: dict[str, control_floors.Amount] = {}
+        # This process's leader epoch (``app.services.leader``); None: not fenced (one process).
+        self.epoch: Callable[[], int | None] = lambda: None
 
     def set_admission_floor(self, queue: str, vcores: float, memory_mb: float) -> None:
         """Keep ``queue``'s capacity at least ``vcores``/``memory_mb`` (0 and 0 removes it)."""
@@ -222,7 +224,11 @@ class Controller(LoopService):
             if pushes(work):
                 # Write-ahead: were the process to die between the PUT and the commit, the next
                 # tick finds this push and its decision, and settles both from what the RM holds.
-                push_id, decision_id = await asyncio.to_thread(self._write_ahead, work)
+                try:
+                    push_id, decision_id = await asyncio.to_thread(self._write_ahead, work)
+                except leader_repo.Fenced as exc:
+                    # deposed between the lock check and this tick: the new leader decides
+                    return await self._record_skip(ctx, now_ms, "fenced", str(exc))
                 work = replace(work, pending_id=push_id, pending_decision_id=decision_id)
             result = await self._actuate(work)
             return await asyncio.to_thread(self._commit, work, result)
@@ -338,7 +344,9 @@ class Controller(LoopService):
         """Commit the push as ``pending`` and its decision as ``pushing`` before the PUT;
         ``_commit`` completes both, or a later tick settles them from the RM's state."""
         with transaction(self.sessions) as session:
+            leader_repo.check_epoch(session, self.epoch())
             decision = repo.add_decision(session, _decision_row(work, None, *PUSHING))
+            decision.inputs = {**decision.inputs, "leader_epoch": self.epoch()}
             row = _push_row(work, control_repo.PENDING, None)
             row.decision_id = decision.id
             control_repo.add_push(session, row)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from app.services.base import LoopService
+from app.services.leader import Leadership
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +21,14 @@ log = logging.getLogger(__name__)
 class Runtime:
     """Starts and stops the periodic services for the server's lifespan."""
 
-    def __init__(self, services: Sequence[LoopService]) -> None:
-        self.services = list(services)
+    def __init__(
+        self, services: Sequence[LoopService], leader: Leadership | None = None
+    ) -> None:
+        """``leader`` first ticks before the others, which then run only while it leads."""
+        self.services = ([leader] if leader is not None else []) + list(services)
+        if leader is not None:
+            for service in services:
+                service.gate = leader.leads
         self._scheduler = AsyncIOScheduler(timezone=dt.UTC)
 
     def start(self) -> None:

@@ -15,6 +15,7 @@ from app.api.deps import StateDep
 from app.api.schemas import Health, Ready, ReadyCheck, ms_to_dt
 from app.api.state import SidecarState
 from app.auth.principal import Role
+from app.db import repo
 from app.redact import redact_text, redact_url
 
 router = APIRouter(tags=["health"])
@@ -50,12 +51,27 @@ async def ready(state: StateDep, response: Response) -> Ready:
     poller = state.poller
     now_ms = int(time.time() * 1000)
     last = poller.last_good_poll_ms if poller else None
+    leadership = None
+    if state.leadership is not None and db.ok:
+        try:
+            leadership = await run_in_threadpool(state.leadership.status)
+        except SQLAlchemyError as exc:
+            db = ReadyCheck(ok=False, detail=f"unreachable: {type(exc).__name__}")
+    if leadership is not None and leadership["role"] == "follower" and db.ok:
+        # A follower does not poll: the leader's polls, as stored, say whether the RM is seen.
+        last = await run_in_threadpool(_stored_last_good_poll, state)
     age = (now_ms - last) / 1000 if last is not None else None
     limit = STALE_INTERVALS * state.settings.poll_interval_s
     if poller is None:
         rm = ReadyCheck(ok=False, detail="poller not running")
     elif last is None:
         rm = ReadyCheck(ok=False, detail=poller.last_error or "no successful poll yet")
+    elif leadership is not None and leadership["role"] == "follower" and age is not None:
+        fresh = age <= limit
+        rm = ReadyCheck(
+            ok=fresh,
+            detail=f"follower: the leader ({leadership['leader']}) last polled {age:.0f}s ago",
+        )
     elif age is not None and age > limit:
         rm = ReadyCheck(
             ok=False, detail=f"last good poll {age:.0f}s ago; {poller.last_error or 'stale'}"
@@ -76,7 +92,14 @@ async def ready(state: StateDep, response: Response) -> Ready:
         active_rm_url=redact_url(poller.source.active_url)
         if poller and poller.source.active_url
         else None,
+        leadership=leadership,
     )
+
+
+def _stored_last_good_poll(state: SidecarState) -> int | None:
+    with state.sessions() as session:
+        cluster = repo.get_cluster(session, state.settings.cluster_name)
+        return cluster.last_good_poll_ms if cluster is not None else None
 
 
 def _check_db(state: SidecarState) -> ReadyCheck:
