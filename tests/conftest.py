@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -34,6 +35,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Iterat
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/sidecar.db"
         return
+    with fresh_pg_database() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database on the test server, dropped afterwards (skips the test
+    when no server is configured)."""
     admin = _pg_admin_url()
     if admin is None:
         pytest.skip(f"{PG_ENV} not set (scripts/postgres-up prints one)")

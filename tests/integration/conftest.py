@@ -24,6 +24,7 @@ import pytest
 
 from app.yarn import workload
 from app.yarn.client import RMClient
+from tests.integration.rm_proxy import HoldingProxy
 
 REPO = Path(__file__).resolve().parents[2]
 MINICLUSTER = REPO / "hadoop-docker" / "minicluster"
@@ -147,3 +148,13 @@ def harness(yarn_cluster: YarnCluster) -> workload.Harness:
     if yarn_cluster.cluster_json is None:
         pytest.fail(f"{URL_ENV} is set without {CLUSTER_JSON_ENV}: cannot launch workload AMs")
     return workload.Harness.from_cluster_json(yarn_cluster.cluster_json)
+
+
+@pytest.fixture
+def proxy(rm_url: str) -> Iterator[HoldingProxy]:
+    """A proxy in front of the session's RM that can hold one exchange (``rm_proxy``)."""
+    p = HoldingProxy(rm_url)
+    try:
+        yield p
+    finally:
+        p.close()
