@@ -101,6 +101,7 @@ def create_app(
                 transport=rm_transport,
                 **rm_client_options(settings),
                 observer=rm_metrics.observe,
+                on_failover=rm_metrics.failover,
             )
             await stack.enter_async_context(client)
             state.poller = Poller(

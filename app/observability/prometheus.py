@@ -47,6 +47,11 @@ class RMRequestMetrics:
             buckets=RM_BUCKETS,
             registry=registry,
         )
+        self.failovers = Counter(
+            P + "rm_failovers",
+            "Times another ResourceManager than the last active one answered as active.",
+            registry=registry,
+        )
         self.errors = Counter(
             P + "rm_request_errors",
             "Failed exchanges with a ResourceManager by endpoint and kind "
@@ -54,6 +59,10 @@ class RMRequestMetrics:
             ["method", "endpoint", "kind"],
             registry=registry,
         )
+
+    def failover(self, before: str, after: str) -> None:
+        """The RM client's ``on_failover``: another RM than the last active one answered."""
+        self.failovers.inc()
 
     def observe(self, method: str, endpoint: str, seconds: float, error: str | None) -> None:
         """The ``RequestObserver`` the RM client calls after each exchange."""

@@ -26,6 +26,7 @@ import asyncio
 import enum
 import gc
 import json
+import logging
 import math
 import re
 import ssl
@@ -57,6 +58,8 @@ from app.redact import redact_url
 from app.yarn import mapping, wire
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
 from app.yarn.wire import NewApplication, SchedConfUpdate
+
+log = logging.getLogger(__name__)
 
 API_PREFIX = "/ws/v1/cluster"
 # Key of a submission context naming the user to run as (see app.jobs.contexts.RUN_AS).
@@ -126,6 +129,7 @@ class RMClient:
         auth: httpx.Auth | None = None,
         verify: ssl.SSLContext | bool = True,
         observer: RequestObserver | None = None,
+        on_failover: Callable[[str, str], None] | None = None,
     ) -> None:
         if not urls:
             raise ValueError("RMClient needs at least one ResourceManager URL")
@@ -138,6 +142,10 @@ class RMClient:
         self._backoff_s = backoff_s
         self._sleep = sleep
         self._observer = observer
+        self._on_failover = on_failover
+        # How many times another RM than the last active one answered as active.
+        self.failovers = 0
+        self._answered = False  # the first active RM found is not a failover
         self._active = 0
         # trust_env=False: the RM is an intra-cluster peer; an inherited HTTP_PROXY would only
         # reroute or break these calls. The connect timeout is capped so that a dead RM host
@@ -447,9 +455,19 @@ class RMClient:
                     ) from exc
                 _move_hint_first(order, self._index_of(exc.hint))
                 continue
-            self._active = index
+            if index != self._active and self._answered:
+                self._failed_over(self._active, index)
+            self._active, self._answered = index, True
             return resp
         return None
+
+    def _failed_over(self, before: int, after: int) -> None:
+        self._active = after
+        self.failovers += 1
+        old, new = redact_url(self._urls[before]), redact_url(self._urls[after])
+        log.warning("ResourceManager failover: the active RM is now %s (was %s)", new, old)
+        if self._on_failover is not None:
+            self._on_failover(old, new)
 
     async def _send_once(self, index: int, request: _Send) -> httpx.Response:
         """One HTTP exchange with one RM, timed and told to the observer when there is one."""

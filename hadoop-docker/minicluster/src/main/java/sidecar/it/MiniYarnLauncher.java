@@ -58,6 +58,7 @@ public final class MiniYarnLauncher {
     File workDir = new File(".");
     int readyTimeoutSeconds = 180;
     boolean kerberos = false;
+    boolean ha = false;
     Map<String, String> props = new LinkedHashMap<>();
   }
 
@@ -91,6 +92,14 @@ public final class MiniYarnLauncher {
     }
     // The KDC starts first: it sets java.security.krb5.conf, which the RM's SPNEGO filter reads.
     Kerberos krb = opts.kerberos ? startKdc(work) : null;
+    if (opts.ha) {
+      if (krb != null || opts.jobHistory) {
+        throw new IllegalArgumentException("--ha runs without --kerberos and --jobhistory");
+      }
+      HaCluster.run(opts.host, opts.port, opts.nodeManagers, work, opts.props,
+          opts.readyTimeoutSeconds);
+      return;
+    }
     Configuration conf = buildConf(opts, work);
     if (krb != null) {
       File httpKeytab = new File(work, "kdc/http.keytab");
@@ -155,6 +164,7 @@ public final class MiniYarnLauncher {
         case "--node-labels" -> o.nodeLabels = List.of(args[++i].split(",", -1));
         case "--jobhistory" -> o.jobHistory = true;
         case "--kerberos" -> o.kerberos = true;
+        case "--ha" -> o.ha = true;
         case "--workdir" -> o.workDir = new File(args[++i]);
         case "--ready-timeout" -> o.readyTimeoutSeconds = Integer.parseInt(args[++i]);
         case "-D" -> putProp(o.props, args[++i]);
@@ -232,13 +242,13 @@ public final class MiniYarnLauncher {
     mgr.replaceLabelsOnNode(mapping);
   }
 
-  private static void writeConf(Configuration conf, File target) throws IOException {
+  static void writeConf(Configuration conf, File target) throws IOException {
     try (OutputStream out = new FileOutputStream(target)) {
       conf.writeXml(out);
     }
   }
 
-  private static void waitReady(String rmUrl, int nodes, int timeoutSeconds) throws Exception {
+  static void waitReady(String rmUrl, int nodes, int timeoutSeconds) throws Exception {
     HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     HttpRequest req = HttpRequest.newBuilder(URI.create(rmUrl + "/ws/v1/cluster/metrics"))
         .header("Accept", "application/json").timeout(Duration.ofSeconds(5)).GET().build();
@@ -339,7 +349,7 @@ public final class MiniYarnLauncher {
         java.nio.file.StandardCopyOption.ATOMIC_MOVE);
   }
 
-  private static void appendField(StringBuilder sb, String key, String value) {
+  static void appendField(StringBuilder sb, String key, String value) {
     sb.append("  \"").append(key).append("\": ");
     if (value == null) {
       sb.append("null");
