@@ -36,6 +36,7 @@ from app.api.routes import jobs as jobs_routes
 from app.api.routes import templates as templates_routes
 from app.api.state import SidecarState
 from app.auth.principal import Role
+from app.db.retention import Windows
 from app.db.session import API_THREADS, LOOP_THREADS, make_engine, make_session_factory
 from app.job_templates import load_templates
 from app.logs import install_redaction
@@ -46,6 +47,7 @@ from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.leader import Leadership
 from app.services.poller import Poller
+from app.services.retention import RetentionService
 from app.services.runtime import Runtime
 from app.settings import Mode, Settings
 from app.yarn.actuator import Actuator
@@ -149,8 +151,18 @@ def create_app(
             stack.callback(state.whatif.close)
             api.state.sidecar = state
             if run_loops:
+                pruner = RetentionService(
+                    state.sessions,
+                    Windows(
+                        settings.retention_raw_days,
+                        max(settings.retention_hourly_days, settings.retention_raw_days),
+                        settings.retention_decision_days,
+                    ),
+                    interval_s=settings.retention_interval_s,
+                    batch=settings.retention_batch,
+                )
                 runtime = Runtime(
-                    [state.poller, state.controller, state.admission], state.leadership
+                    [state.poller, state.controller, state.admission, pruner], state.leadership
                 )
                 runtime.start()
                 stack.callback(runtime.shutdown)

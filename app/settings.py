@@ -141,6 +141,13 @@ class Settings(BaseSettings):
     # HTTPS for the sidecar's own API (uvicorn's TLS options).
     api_tls_certfile: Path | None = None
     api_tls_keyfile: Path | None = None
+    # Retention (app/db/retention.py): raw samples for raw_days, hourly means until hourly_days,
+    # decisions for decision_days; run every retention_interval_s by the leader.
+    retention_raw_days: float = Field(7.0, gt=0, le=3650)
+    retention_hourly_days: float = Field(365.0, gt=0, le=36500)
+    retention_decision_days: float = Field(365.0, gt=0, le=36500)
+    retention_interval_s: float = Field(3600.0, ge=10, le=86400)
+    retention_batch: int = Field(5000, ge=100, le=1_000_000)
     # towards the RM: simple (user.name) or kerberos (SPNEGO with a keytab); TLS trust and identity.
     rm_auth: Literal["simple", "kerberos"] = "simple"
     rm_principal: str = ""

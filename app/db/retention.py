@@ -1,0 +1,198 @@
+"""Retention of the recorded history: raw samples for a window, hourly means beyond it, nothing
+beyond the longest window.
+
+What grows with every poll is thinned or pruned here, in small transactions so no statement
+holds locks for long (the poller and the API keep writing meanwhile):
+
+* ``queue_samples`` and ``cluster_samples`` older than the raw window are downsampled in place
+  to one row per queue (cluster) and hour, whose numbers are the hour's means; readers of the
+  series see hourly points there and need no second table. Beyond the hourly window they go.
+* ``node_samples`` are change records (a row only when a node changed): beyond the raw window
+  each node keeps its last record of each hour (its state at the end of the hour); beyond the
+  hourly window they go, except each node's newest row, which is its current state.
+* ``polls`` (one row per poll, for ``/ready`` and debugging) are kept for the raw window.
+* ``decisions`` (the audit trail) are kept for their own window; pushes and job steps that
+  pointed at a pruned decision keep their own record (the reference becomes null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from app.db.models import ClusterSample, Decision, NodeSample, PollRecord, QueueSample
+
+HOUR_MS = 3_600_000
+# Rows read per scan for hours still to downsample (bounded work per step).
+SCAN_ROWS = 20_000
+DAY_MS = 24 * HOUR_MS
+
+# Numeric columns averaged when an hour of samples becomes one row.
+_QUEUE_MEANS = (
+    "capacity",
+    "max_capacity",
+    "used_capacity",
+    "absolute_capacity",
+    "absolute_used_capacity",
+    "used_vcores",
+    "used_memory_mb",
+    "pending_vcores",
+    "pending_memory_mb",
+    "pending_containers",
+    "running_apps",
+    "pending_apps",
+)
+_CLUSTER_MEANS = (
+    "nodes",
+    "running_nodes",
+    "capability_vcores",
+    "capability_mb",
+    "used_vcores",
+    "used_mb",
+    "num_containers",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """How long each kind of history is kept (days)."""
+
+    raw_days: float = 7.0
+    hourly_days: float = 365.0
+    decision_days: float = 365.0
+
+
+@dataclass(slots=True)
+class Pruned:
+    """What one pass did, by table."""
+
+    downsampled_hours: dict[str, int] = field(default_factory=dict)
+    deleted_rows: dict[str, int] = field(default_factory=dict)
+    more: bool = False  # another step has work to do
+
+    def add(self, table: str, hours: int = 0, rows: int = 0) -> None:
+        self.downsampled_hours[table] = self.downsampled_hours.get(table, 0) + hours
+        self.deleted_rows[table] = self.deleted_rows.get(table, 0) + rows
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.deleted_rows.values())
+
+
+def _hour_groups(
+    session: Session, model: Any, key: Any, cutoff_ms: int, since_ms: int, limit: int
+) -> tuple[list[tuple[Any, int]], int]:
+    """(key, hour) buckets in ``[since_ms, cutoff_ms)`` that still hold more than one row, oldest
+    first, and where the next scan starts (the hour of the last complete bucket scanned)."""
+    rows = session.execute(
+        select(key, model.taken_ms)
+        .where(model.taken_ms < cutoff_ms, model.taken_ms >= since_ms)
+        .order_by(model.taken_ms)
+        .limit(SCAN_ROWS)
+    ).all()
+    counts: dict[tuple[Any, int], int] = {}
+    for k, taken in rows:
+        bucket = (k, int(taken) // HOUR_MS)
+        counts[bucket] = counts.get(bucket, 0) + 1
+    if len(rows) < SCAN_ROWS:
+        resume = cutoff_ms // HOUR_MS * HOUR_MS  # everything before the cutoff was seen
+    else:
+        resume = int(rows[-1][1]) // HOUR_MS * HOUR_MS  # the last hour may be partial
+    groups = sorted((b for b, n in counts.items() if n > 1), key=lambda b: b[1])
+    if len(groups) > limit:
+        resume = min(resume, groups[limit][1] * HOUR_MS)
+    return groups[:limit], resume
+
+
+def _downsample(
+    session: Session,
+    model: Any,
+    key: Any,
+    means: Sequence[str],
+    groups: Sequence[tuple[Any, int]],
+) -> int:
+    """Turn each (key, hour) group into one row holding the hour's means (with no means: the
+    hour's last row, a node's state at the end of the hour); returns the rows deleted."""
+    deleted = 0
+    for k, hour in groups:
+        start, end = hour * HOUR_MS, (hour + 1) * HOUR_MS
+        where = (key == k, model.taken_ms >= start, model.taken_ms < end)
+        pick = func.min(model.id) if means else func.max(model.id)
+        averages = session.execute(
+            select(pick, *(func.avg(getattr(model, c)) for c in means)).where(*where)
+        ).one()
+        keeper, values = averages[0], averages[1:]
+        if keeper is None:
+            continue
+        typed = {}
+        for column, value in zip(means, values, strict=True):
+            python_type = getattr(model, column).type.python_type
+            typed[column] = round(float(value)) if python_type is int else float(value)
+        if typed:
+            session.execute(update(model).where(model.id == keeper).values(**typed))
+        result = session.execute(delete(model).where(*where, model.id != keeper))
+        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return deleted
+
+
+def _delete_before(session: Session, model: Any, column: Any, cutoff_ms: int, limit: int) -> int:
+    """Delete at most ``limit`` rows with ``column`` before ``cutoff_ms`` (oldest first)."""
+    ids = select(model.id).where(column < cutoff_ms).order_by(model.id).limit(limit)
+    result = session.execute(delete(model).where(model.id.in_(ids.scalar_subquery())))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def _delete_old_node_changes(session: Session, cutoff_ms: int, limit: int) -> int:
+    """Node change records before ``cutoff_ms``, except each node's newest row."""
+    newest = (
+        select(func.max(NodeSample.id))
+        .group_by(NodeSample.cluster_id, NodeSample.node_id)
+        .scalar_subquery()
+    )
+    ids = (
+        select(NodeSample.id)
+        .where(NodeSample.taken_ms < cutoff_ms, NodeSample.id.not_in(newest))
+        .order_by(NodeSample.id)
+        .limit(limit)
+    )
+    result = session.execute(delete(NodeSample).where(NodeSample.id.in_(ids.scalar_subquery())))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def prune_step(
+    session: Session, windows: Windows, now_ms: int, *, batch: int, since: dict[str, int]
+) -> Pruned:
+    """One bounded step of retention (at most ``batch`` rows deleted per table, fewer hour
+    groups). ``since`` holds, per table, where the downsampling scan resumes, and is advanced.
+    The caller commits the step and calls again while ``more`` is true."""
+    out = Pruned()
+    # whole hours only: an hour is downsampled once, when all of it is past the raw window
+    raw_cut = (now_ms - int(windows.raw_days * DAY_MS)) // HOUR_MS * HOUR_MS
+    hourly_cut = now_ms - int(windows.hourly_days * DAY_MS)
+    groups = max(1, batch // 400)
+    for name, model, key, means in (
+        ("queue_samples", QueueSample, QueueSample.queue_id, _QUEUE_MEANS),
+        ("cluster_samples", ClusterSample, ClusterSample.cluster_id, _CLUSTER_MEANS),
+        ("node_samples", NodeSample, NodeSample.node_id, ()),
+    ):
+        if model is NodeSample:
+            gone = _delete_old_node_changes(session, hourly_cut, batch)
+        else:
+            gone = _delete_before(session, model, model.taken_ms, hourly_cut, batch)
+        out.add(name, rows=gone)
+        start = max(since.get(name, 0), hourly_cut)
+        found, resume = _hour_groups(session, model, key, raw_cut, start, groups)
+        out.add(name, hours=len(found), rows=_downsample(session, model, key, means, found))
+        out.more = out.more or resume < raw_cut // HOUR_MS * HOUR_MS or bool(found)
+        since[name] = resume
+    polls = _delete_before(session, PollRecord, PollRecord.started_ms, raw_cut, batch)
+    out.add("polls", rows=polls)
+    decision_cut = now_ms - int(windows.decision_days * DAY_MS)
+    decisions = _delete_before(session, Decision, Decision.created_ms, decision_cut, batch)
+    out.add("decisions", rows=decisions)
+    out.more = out.more or any(n >= batch for n in out.deleted_rows.values())
+    return out
