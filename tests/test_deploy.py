@@ -9,14 +9,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.processes import free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "deploy" / "systemd" / "yarn-sidecar.service"
@@ -80,12 +80,6 @@ def test_the_systemd_unit_is_hardened() -> None:
     assert problems == [], checked.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def image() -> Iterator[dict[str, object]]:
     if os.geteuid() != 0 or not shutil.which("buildah") or not shutil.which("mmdebstrap"):
@@ -133,7 +127,7 @@ def test_the_image_builds_and_serves_as_an_unprivileged_user(
     )
     assert version.stdout.startswith("yarn-sidecar ")
 
-    port = _free_port()
+    port = free_port()
     env = {
         "YARN_SIDECAR_API_HOST": "127.0.0.1",
         "YARN_SIDECAR_API_PORT": str(port),
@@ -146,16 +140,7 @@ def test_the_image_builds_and_serves_as_an_unprivileged_user(
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert served.poll() is None, (served.stdout.read() if served.stdout else b"").decode()
-            assert time.monotonic() < deadline, "the container's sidecar did not start"
-            time.sleep(0.5)
+        wait_healthy(served, base, "the container's sidecar")
         assert httpx.get(f"{base}/docs/static/swagger-ui-bundle.js", timeout=5).status_code == 200
         # the image's own health check, run inside it: unhealthy while the RM is unreachable
         probe = check["Test"][1:]

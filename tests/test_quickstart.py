@@ -6,22 +6,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.processes import free_port, wait_healthy
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "quickstart"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
@@ -40,26 +34,12 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], base: str) -> None:
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            pytest.fail((proc.stdout.read() if proc.stdout else b"").decode())
-        assert time.monotonic() < deadline, "quickstart's sidecar did not start"
-        time.sleep(0.5)
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_quickstart_stops_its_sidecar_on_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _start(tmp_path, port)
     try:
-        _wait_healthy(proc, f"http://127.0.0.1:{port}")
+        wait_healthy(proc, f"http://127.0.0.1:{port}", "quickstart's sidecar")
         token = (tmp_path / "work" / "operator.token").read_text().strip()
         assert token.startswith("ysc_")
         assert (tmp_path / "work" / "operator.token").stat().st_mode & 0o077 == 0

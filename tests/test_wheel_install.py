@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.processes import free_port, wait_healthy
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +89,7 @@ def test_version_and_db_upgrade_from_the_wheel(installed: Path, tmp_path: Path) 
 def test_serve_from_the_wheel_answers_health_docs_and_the_dashboard(
     installed: Path, tmp_path: Path
 ) -> None:
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path)
     # No RM is needed for these pages; authentication off is allowed on loopback only.
     env.update(
@@ -109,16 +103,7 @@ def test_serve_from_the_wheel_answers_health_docs_and_the_dashboard(
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            assert time.monotonic() < deadline, "sidecar installed from the wheel did not start"
-            time.sleep(0.5)
+        wait_healthy(proc, base, "the sidecar installed from the wheel", timeout_s=60)
         assert httpx.get(f"{base}/docs", timeout=5).status_code == 200
         # the Swagger UI and ReDoc bundles are inside what was installed, not on a CDN
         for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):

@@ -59,7 +59,21 @@ class Leadership(LoopService):
         self.single_process = not _normalise(database_url).startswith("postgresql")
         self._engine: Engine | None = None
         if not self.single_process:
-            self._engine = create_engine(_normalise(database_url), poolclass=pool.NullPool)
+            # Keepalives and a statement timeout: on a silent network partition the check fails
+            # within seconds instead of hanging on TCP's own timeout while another process may
+            # already have been granted the lock.
+            self._engine = create_engine(
+                _normalise(database_url),
+                poolclass=pool.NullPool,
+                connect_args={
+                    "keepalives": 1,
+                    "keepalives_idle": 5,
+                    "keepalives_interval": 2,
+                    "keepalives_count": 3,
+                    "connect_timeout": 5,
+                    "options": "-c statement_timeout=5000",
+                },
+            )
         self._conn: Any = None
         self.is_leader = False
         self.epoch: int | None = None

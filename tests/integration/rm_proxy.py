@@ -6,27 +6,20 @@ from __future__ import annotations
 import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
 
 from app.yarn.actuator import Actuator
 from app.yarn.client import RMClient
+from tests.processes import free_port, wait_healthy
 
 PARENT = "root"
 SCHED_CONF = "/ws/v1/cluster/scheduler-conf"
 SUBMIT = "/ws/v1/cluster/apps"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class HoldingProxy:
@@ -152,16 +145,8 @@ class Sidecar:
             [str(Path(sys.executable).parent / "yarn-sidecar"), "serve"],
             env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert self.proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "sidecar did not start"
-            time.sleep(0.3)
+        tail = lambda: log.read_text()[-3000:]  # noqa: E731
+        wait_healthy(self.proc, self.base, "the sidecar", timeout_s=60, output=tail)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc.poll() is None:
@@ -169,3 +154,13 @@ class Sidecar:
         self.proc.wait(timeout=30)
 
 
+
+
+def shifted_baseline(initial: dict[str, str]) -> dict[str, float]:
+    """``initial`` with 6 points moved from root.etl to root.default (or back, if root.etl has
+    less than 6): on an idle cluster the controller pushes it in one step."""
+    shift = 6.0 if float(initial["root.etl"]) >= 6 else -6.0
+    baseline = {q: float(c) for q, c in initial.items()}
+    baseline["root.default"] += shift
+    baseline["root.etl"] -= shift
+    return baseline

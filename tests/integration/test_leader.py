@@ -29,6 +29,7 @@ from tests.integration.rm_proxy import (
     live_capacities,
     restore,
     same,
+    shifted_baseline,
 )
 
 INTERVAL_S = 1.0  # the poll interval, also the leadership check's
@@ -92,10 +93,7 @@ def test_a_follower_takes_over_a_push_in_flight_and_does_not_repeat_it(
     proxy: HoldingProxy, rm_url: str, pg_url: str, tmp_path: Path
 ) -> None:
     initial, version0 = asyncio.run(live_capacities(rm_url))
-    shift = 6.0 if float(initial["root.etl"]) >= 6 else -6.0
-    baseline = {q: float(c) for q, c in initial.items()}
-    baseline["root.default"] += shift
-    baseline["root.etl"] -= shift
+    baseline = shifted_baseline(initial)
     a, b = _pair(pg_url, proxy, rm_url, tmp_path)
     try:
         proxy.arm("during")

@@ -24,7 +24,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.rm_proxy import HoldingProxy, Sidecar, live_capacities, restore, same
+from tests.integration.rm_proxy import (
+    HoldingProxy,
+    Sidecar,
+    live_capacities,
+    restore,
+    same,
+    shifted_baseline,
+)
 
 
 def _pushes(db: Path) -> list[tuple[int, str, int | None, str | None, str | None]]:
@@ -56,10 +63,7 @@ def test_a_kill_at_any_point_of_a_push_leaves_the_rm_whole_and_the_record_says_w
     # The cluster is idle, so the controller moves the queues toward the operator's baseline:
     # 6 points from root.etl to root.default (one push within the step limit), from wherever
     # earlier tests left the RM.
-    shift = 6.0 if float(initial["root.etl"]) >= 6 else -6.0
-    baseline = {q: float(c) for q, c in initial.items()}
-    baseline["root.default"] += shift
-    baseline["root.etl"] -= shift
+    baseline = shifted_baseline(initial)
     target_default = baseline["root.default"]
     db, log = tmp_path / "sidecar.db", tmp_path / "sidecar.log"
     proxy.arm(point)
