@@ -1,5 +1,5 @@
 """``create_app(settings) -> FastAPI``: the only lifespan; one ``AsyncExitStack`` owns every
-resource (database engine, RM client, loop services), after Prefect's server (``style.md``).
+resource (database engine, RM client, loop services), after Prefect's server (``docs/style.md``).
 """
 
 from __future__ import annotations

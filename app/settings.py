@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     queue_floors: dict[str, Any] = Field(default_factory=dict)  # {"*": 2, "root.deadline": 3}
     queue_baseline: dict[str, Any] = Field(default_factory=dict)  # {"root.a": 60, "root.b": 40}
 
-    # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (policies.md)
+    # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (docs/policies.md)
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
     # Further queues POST /jobs may name (the deadline queue is always allowed).
     job_queues: Annotated[tuple[str, ...], NoDecode] = ()

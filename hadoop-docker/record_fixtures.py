@@ -1,4 +1,4 @@
-"""Record real ResourceManager responses into ``tests/fixtures/rm/`` (``yarn.md`` sections 3-5, 12).
+"""Record real ResourceManager responses into ``tests/fixtures/rm/`` (``docs/yarn.md`` sections 3-5, 12).
 
 Run against a freshly started mini cluster (``hadoop-docker/minicluster/run``) so the app list
 starts empty:
@@ -65,7 +65,7 @@ def record_idle(http: httpx.Client) -> None:
 
 
 def record_conf_mutations(http: httpx.Client, probes: dict[str, Any]) -> None:
-    """The 400 refusal (XML body) and what a JSON body does (``yarn.md`` section 12, item 5)."""
+    """The 400 refusal (XML body) and what a JSON body does (``docs/yarn.md`` section 12, item 5)."""
     bad = http.put(
         f"{API}/scheduler-conf",
         params=USER,
@@ -110,7 +110,7 @@ def record_conf_mutations(http: httpx.Client, probes: dict[str, Any]) -> None:
 
 
 def probe_timeouts(http: httpx.Client, app_id: str, probes: dict[str, Any]) -> None:
-    """``expiryTime`` with ``+0000`` and ``+00:00`` (``yarn.md`` section 12, item 6)."""
+    """``expiryTime`` with ``+0000`` and ``+00:00`` (``docs/yarn.md`` section 12, item 6)."""
     save_json("app_timeouts.json", http.get(f"{API}/apps/{app_id}/timeouts"))
     far = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 3600))
     for label, suffix in (("plus0000", ".000+0000"), ("plus00colon00", ".000+00:00")):

@@ -41,7 +41,7 @@ class LocalResourceIn(_In):
 
 
 class ApplicationRun(_In):
-    """An ApplicationMaster the user brings (``yarn.md`` section 4.2)."""
+    """An ApplicationMaster the user brings (``docs/yarn.md`` section 4.2)."""
 
     kind: Literal["application"]
     command: str = Field(min_length=1, max_length=20_000, description="AM command line.")

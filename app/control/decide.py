@@ -1,4 +1,4 @@
-"""Run the configured queue policy on one tick's inputs (``style.md``, "The tick": decide).
+"""Run the configured queue policy on one tick's inputs (``docs/style.md``, "The tick": decide).
 
 Adapters only: each builds the policy module's own input types from ``PolicyInputs`` and calls
 its public functions (``fawkes.step``, ``ltrf.allocate`` / ``entitlements`` /

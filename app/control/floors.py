@@ -1,6 +1,6 @@
 """Minimum shares for every managed queue (seed 000, section 3: each MR-cluster has a minimum
-share ``m_i`` the system guarantees; ``policies.md``, "Fawkes weights": ``s_i = max(m_i, ...)``),
-sized from the live cluster so that no policy can leave a queue unable to start an
+share ``m_i`` the system guarantees; ``docs/policies.md``, "Fawkes weights": ``s_i = max(m_i,
+...)``), sized from the live cluster so that no policy can leave a queue unable to start an
 ApplicationMaster.
 
 A queue's floor is the largest of:

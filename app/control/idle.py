@@ -1,6 +1,6 @@
 """The idle-cluster rule for every queue policy: with no demand anywhere, capacities go back
-towards the configured baseline, within the step limit (``policies.md`` gives no rule for an idle
-cluster; without one, a cluster stays skewed towards whoever was busy last).
+towards the configured baseline, within the step limit (``docs/policies.md`` gives no rule for an
+idle cluster; without one, a cluster stays skewed towards whoever was busy last).
 
 Decisions where the docs are silent:
 

@@ -1,4 +1,4 @@
-"""The LTRF ledger from *measured* usage (``policies.md``, "Long-Term Resource Fairness": "The
+"""The LTRF ledger from *measured* usage (``docs/policies.md``, "Long-Term Resource Fairness": "The
 live controller integrates measured usage from the RM, not planned allocations"; seed 002,
 section 9.4).
 

@@ -1,5 +1,5 @@
 """What a pushed capacity change does now, and what waits (the CapacityScheduler's semantics,
-``yarn.md``; issue of the live cluster's preemption).
+``docs/yarn.md``; issue of the live cluster's preemption).
 
 A queue's capacity is a guarantee, not an allocation: without preemption, a queue that gets a
 larger guarantee only gains containers as other queues' containers finish. With the scheduling

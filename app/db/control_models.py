@@ -1,7 +1,7 @@
 """Models of the control loop (issue 5): policy configuration, LTRF ledger, pushed configuration.
 
 The decision audit trail itself is ``app.db.models.Decision`` (migration 0001); these tables hold
-what the controller must remember across restarts (``style.md``, "The tick": record):
+what the controller must remember across restarts (``docs/style.md``, "The tick": record):
 
 * ``control_configs``: the operator's policy, parameters, mode and bounds set through
   ``PUT /policy`` (one row per cluster; absent means "use the settings").

@@ -1,4 +1,5 @@
-"""Models of deadline-tagged jobs (issue 6; seed 004 ch. 5, ``policies.md`` "PYTHIA and Justice").
+"""Models of deadline-tagged jobs (issue 6; seed 004 ch. 5, ``docs/policies.md`` "PYTHIA and
+Justice").
 
 * ``jobs``: one row per ``POST /jobs``. Queued jobs wait here, not in memory, so a restart loses
   none. ``state`` is the sidecar's lifecycle (``app.jobs.states``); ``app_state`` is the RM's word.

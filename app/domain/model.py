@@ -1,6 +1,6 @@
 """Immutable snapshots of ResourceManager state (the sidecar's view of YARN).
 
-These mirror what the RM REST API reports (``../shared/docs/yarn.md`` sections 3.1 to 3.7) in a
+These mirror what the RM REST API reports (``docs/yarn.md`` sections 3.1 to 3.7) in a
 shape the policies can consume without knowing about JSON or Jersey quirks.
 """
 

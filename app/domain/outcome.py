@@ -1,4 +1,4 @@
-"""What a queue policy decided on one tick (``style.md``, "The tick": decide -> plan).
+"""What a queue policy decided on one tick (``docs/style.md``, "The tick": decide -> plan).
 
 Shared by the policies (which produce it), ``app.control`` (which plans from it) and the audit
 trail, so it lives below all of them.

@@ -3,7 +3,8 @@
 The sidecar tags what it submits ``sidecar-job:<job id>`` (idempotent submission: an app with the
 tag is the job's, adopted rather than submitted twice) and ``deadline:<epoch seconds>``. Apps
 submitted straight to YARN take part in learning with ``deadline:<epoch seconds>`` and optionally
-``tasks:<n>``. YARN lower-cases tags (``yarn.md`` section 4.2), so every tag here is lower case.
+``tasks:<n>``. YARN lower-cases tags (``docs/yarn.md`` section 4.2), so every tag here is lower
+case.
 
 ``requestedTasks`` is the declared task count or the input size over the block size rounded up
 (seed 004, 5.1.1: "the division of its input size and the HDFS block size").

@@ -1,7 +1,7 @@
 """What TRACK_JOB (seed 004, Algorithm 3) learns from a finished YARN app (issue 6, point 3).
 
-``policies.md``: ``compTime`` is the RM's ``vcoreSeconds``, ``numCPUsAllocd`` the vcores the sidecar
-granted, success means finished within the deadline. Choices where the docs are silent:
+``docs/policies.md``: ``compTime`` is the RM's ``vcoreSeconds``, ``numCPUsAllocd`` the vcores the
+sidecar granted, success means finished within the deadline. Choices where the docs are silent:
 
 * Only apps that ended ``FINISHED`` / ``SUCCEEDED`` teach. A killed app's ``vcoreSeconds`` stop
   at the kill (the selective dropping of 5.1.2 kills large violators precisely so that only the

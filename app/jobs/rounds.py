@@ -11,8 +11,8 @@ A job ends (and frees its CPUs) at its app's first final record, but is learned 
 the poller's ``FINISHED_GRACE_MS`` re-read is over (``finished_ms + grace <= last good poll``):
 until then the RM's ``vcoreSeconds`` still grow while the AM container exits.
 
-What is recorded (``policies.md``: every decision with the inputs and numbers that produced it):
-each admit, drop and kill, and the queue decision of the job that triggered the round, go to
+What is recorded (``docs/policies.md``: every decision with the inputs and numbers that produced
+it): each admit, drop and kill, and the queue decision of the job that triggered the round, go to
 ``job_decisions`` with the round's numbers; the round itself goes to the shared ``decisions``
 table (kind ``admission``) with the estimator, capacity and free CPUs it saw. A queued job that
 stays queued in a later round gets no new row: with hundreds waiting that would be hundreds of

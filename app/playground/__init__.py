@@ -1,4 +1,4 @@
-"""The policy playground behind ``yarn-sidecar policy run SCENARIO.json`` (``policies.md``,
+"""The policy playground behind ``yarn-sidecar policy run SCENARIO.json`` (``docs/policies.md``,
 "Playground scenarios").
 
 A scenario names its policy; ``run_scenario`` dispatches to the module that owns that policy's

@@ -1,7 +1,7 @@
 """Policy registry: every policy by name with its kind, paper and parameter schema.
 
 Collected from each policy module's ``REGISTRY`` constant so the controller, the jobs service, the
-simulator and the API look policies up in one place (``../shared/docs/style.md``, "Our shape").
+simulator and the API look policies up in one place (``docs/style.md``, "Our shape").
 Queue policies with a weighting (``fawkes:TD``) resolve to their base spec with the weighting
 passed as a parameter.
 """

@@ -1,8 +1,8 @@
-"""Shares -> YARN capacity percentages (``policies.md``, "Common terms": *share*).
+"""Shares -> YARN capacity percentages (``docs/policies.md``, "Common terms": *share*).
 
 YARN's CapacityScheduler rejects a configuration whose sibling capacities do not sum to 100
-(``yarn.md`` section 1, "Illegal capacity sum"), and it takes percentages with two decimals. This
-module turns the fractions a policy decides into such percentages:
+(``docs/yarn.md`` section 1, "Illegal capacity sum"), and it takes percentages with two decimals.
+This module turns the fractions a policy decides into such percentages:
 
 * the shares are proportions: they are divided by their own sum first, so a decision whose shares
   sum to 0.999999999 (floating point) or to less than 1 (Fawkes ``None``) still maps onto 100.00;

@@ -20,7 +20,7 @@ class ScenarioError(ValueError):
 
 
 def check_keys(obj: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
-    """Unknown keys are errors (``policies.md``: "Unknown keys are errors")."""
+    """Unknown keys are errors (``docs/policies.md``: "Unknown keys are errors")."""
     allowed_set = set(allowed)
     for key in obj:
         if key not in allowed_set:

@@ -1,6 +1,6 @@
 """The admission service (issue 6): admit deadline jobs, run them on YARN, learn from outcomes.
 
-Each tick (``run_once``), after the ``style.md`` tick: observe -> decide -> act -> record.
+Each tick (``run_once``), after the ``docs/style.md`` tick: observe -> decide -> act -> record.
 
 1. **Learn** (``rounds.learn_pass``): jobs whose applications the poller saw end are finished and
    feed TRACK_JOB (seed 004, Algorithm 3), as do apps submitted straight to YARN with a
@@ -10,7 +10,7 @@ Each tick (``run_once``), after the ``style.md`` tick: observe -> decide -> act 
 3. **Act** on YARN, one job at a time, each step recorded before or after the RM call so a crash
    anywhere is recoverable (queued and admitted jobs live in the database, not here):
 
-   * submit (``yarn.md`` 4.1, 4.2): look for an app tagged ``sidecar-job:<id>`` first and adopt
+   * submit (``docs/yarn.md`` 4.1, 4.2): look for an app tagged ``sidecar-job:<id>`` first and adopt
      it; otherwise reserve an id with new-application and store it with state ``submitting``
      (write-ahead) before ``POST /apps``; then mark ``submitted``. A restart or an ambiguous
      ``POST /apps`` (timed out: it may still land) leaves a ``submitting`` job: it adopts its app
@@ -22,7 +22,7 @@ Each tick (``run_once``), after the ``style.md`` tick: observe -> decide -> act 
      or lost its state) is looked up by id; unknown to the RM, the job fails and frees its CPUs,
      unlearned.
    * LIFETIME timeout (4.6) at the deadline for jobs above ``drop_threshold`` tasks, at
-     ``deadline + job_overrun_factor * deadline_s`` for smaller ones (``policies.md``: smaller
+     ``deadline + job_overrun_factor * deadline_s`` for smaller ones (``docs/policies.md``: smaller
      violators run on so their outcome still teaches the estimator). Retried until set.
    * kill (4.3) of jobs the policy killed or the user cancelled; the final app record is stored
      and ends the job in the same transaction. A reserved id the RM does not know yet keeps the

@@ -1,5 +1,5 @@
 """``LoopService``: a unit of periodic work with ``run_once(now_ms)`` (after Prefect's loop
-services; ``../shared/docs/style.md``).
+services; ``docs/style.md``).
 
 Time is an argument so tests drive ticks with any clock. ``start(loops=N)`` runs a fixed-rate loop
 (the CLI and tests use it); in the server, ``app.services.runtime`` schedules ``tick()`` instead.

@@ -1,5 +1,6 @@
 """The queue controller (issue 5): every ``policy_interval_s`` it turns live RM state into queue
-capacities (``style.md``, "The tick": observe -> persist -> decide -> plan -> actuate -> record).
+capacities (``docs/style.md``, "The tick": observe -> persist -> decide -> plan -> actuate ->
+record).
 
 One tick:
 

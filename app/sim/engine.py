@@ -1,7 +1,7 @@
 """Discrete-event engine of the trace-driven simulator (thesis seed 004, sections 4.2 and 5.2).
 
 The PYTHIA/Justice evaluation ran on a SimPy-based simulator; this is the same core idea as SimPy's
-``core.py`` (``../shared/docs/style.md``): a heap of ``(time, priority, seq, event)`` so that events
+``core.py`` (``docs/style.md``): a heap of ``(time, priority, seq, event)`` so that events
 at the same instant run in priority order and then in scheduling order, which makes every run
 deterministic. Cancellation is lazy (a cancelled event stays in the heap and is skipped) because
 re-heapifying on every cancel would cost O(n) and the cluster model re-plans completions often.

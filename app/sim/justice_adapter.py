@@ -1,5 +1,5 @@
 """PYTHIA, Justice and the Oracle as simulator allocators over ``app.policies.justice``
-(thesis seed 004, Algorithms 1 to 6 and section 5.2; ``policies.md``, "PYTHIA and Justice").
+(thesis seed 004, Algorithms 1 to 6 and section 5.2; ``docs/policies.md``, "PYTHIA and Justice").
 
 The adapter owns no policy arithmetic: on every submission and every completion it hands the
 waiting jobs, the killable running jobs and the free vcores to ``justice.admit`` (or

@@ -1,6 +1,6 @@
 """Runs one workload through a simulated cluster under one allocator and one queue policy.
 
-The loop follows the sidecar's tick (``../shared/docs/style.md``, "The tick"): every control
+The loop follows the sidecar's tick (``docs/style.md``, "The tick"): every control
 interval the runner observes the simulated RM, asks the queue policy for shares (decide), and
 applies them to the cluster (actuate), while job arrivals and completions drive the allocator,
 as in the Justice thesis' SimPy simulator (seed 004, section 5.2). Measurements for the metrics

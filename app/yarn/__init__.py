@@ -1,4 +1,5 @@
-"""The sidecar's only door to the YARN ResourceManager REST API (``yarn.md``, ``style.md``).
+"""The sidecar's only door to the YARN ResourceManager REST API (``docs/yarn.md``,
+``docs/style.md``).
 
 ``RMClient`` speaks HTTP; ``wire`` holds the RM's JSON as received; ``mapping`` turns it into the
 domain snapshot; every failure is an ``RMError``.

@@ -1,5 +1,5 @@
-"""The only writer of the scheduler configuration (issue 5, point 2; ``style.md``: "one central
-actuator"; ``yarn.md`` section 5).
+"""The only writer of the scheduler configuration (issue 5, point 2; ``docs/style.md``: "one central
+actuator"; ``docs/yarn.md`` section 5).
 
 ``read_live`` reads what the RM holds now for the managed parent's children (the effective
 ``/scheduler`` tree, overlaid with the stored ``/scheduler-conf`` strings when the store is
@@ -14,7 +14,7 @@ Failures follow ``app.yarn.errors``: ``RMUnavailable`` is retried with exponenti
 lost is not sent twice, and after the last failed attempt the RM is read once more before
 reporting that nothing was applied); ``RMRejected`` is final and its message (the RM's own text)
 is returned.
-The RM applies or reverts a mutation as a whole (``yarn.md`` 5.2), so a push is never half
+The RM applies or reverts a mutation as a whole (``docs/yarn.md`` 5.2), so a push is never half
 applied; the read-back makes sure of it.
 """
 

@@ -1,4 +1,4 @@
-"""Async ResourceManager REST client: one method per endpoint (``yarn.md`` sections 2-5, 13).
+"""Async ResourceManager REST client: one method per endpoint (``docs/yarn.md`` sections 2-5, 13).
 
 The only module that speaks HTTP to the RM. It owns three concerns and keeps them here:
 

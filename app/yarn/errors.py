@@ -1,8 +1,9 @@
-"""One exception hierarchy for the RM client (``style.md`` httpx anchor: map errors at the edge).
+"""One exception hierarchy for the RM client (``docs/style.md`` httpx anchor: map errors at the
+edge).
 
 Every failure talking to the ResourceManager surfaces as an ``RMError``; no httpx exception leaves
 ``app.yarn``. The split follows kopf's temporary-vs-permanent distinction: ``RMUnavailable`` is
-worth retrying later, ``RMRejected`` is the RM's considered answer (``yarn.md`` section 2,
+worth retrying later, ``RMRejected`` is the RM's considered answer (``docs/yarn.md`` section 2,
 "Errors"), ``RMProtocolError`` means the RM said 2xx but the body is not what the API promises.
 """
 
@@ -31,7 +32,8 @@ class RMRejected(RMError):
 
 
 class RMNotFound(RMRejected):
-    """The RM answered 404 (unknown app id, node, path; also any IOException, see yarn.md s.2)."""
+    """The RM answered 404 (unknown app id, node, path; also any IOException, see docs/yarn.md
+    s.2)."""
 
 
 class RMProtocolError(RMError):

@@ -1,4 +1,5 @@
-"""Pure mapping from the RM's wire models to the domain snapshot (``yarn.md`` sections 3.1-3.7, 13).
+"""Pure mapping from the RM's wire models to the domain snapshot (``docs/yarn.md`` sections 3.1-3.7,
+13).
 
 No I/O and no clock: every function is a total function of its wire input. Where the RM's shape
 depends on the version (``queuePath`` only from 3.4.0, ``queueType`` only from 3.4.0, leaf counters

@@ -1,8 +1,9 @@
-"""Typed models of the ResourceManager's REST JSON exactly as received (``yarn.md`` sections 3-5).
+"""Typed models of the ResourceManager's REST JSON exactly as received (``docs/yarn.md`` sections
+3-5).
 
 Attribute names are the RM's JSON keys verbatim (``allocatedVCores``, ``haState``...) so a field can
 be grepped from a recorded response to here. The models are tolerant where Hadoop versions and the
-Jersey 1 / Jersey 2 JSON providers differ (``yarn.md`` section 1 item 8 and section 13):
+Jersey 1 / Jersey 2 JSON providers differ (``docs/yarn.md`` section 1 item 8 and section 13):
 
 * ``{"apps":{}}`` and ``{"apps":null}`` are both an empty list;
 * a one-element list may arrive as a bare object (Jersey "mapped" notation);
@@ -81,7 +82,7 @@ class ResourceInfo(_Wire):
 
 
 class RemoteExceptionBody(_Wire):
-    """``GenericExceptionHandler`` error body (``yarn.md`` section 2)."""
+    """``GenericExceptionHandler`` error body (``docs/yarn.md`` section 2)."""
 
     exception: _Str = ""
     message: _Str = ""

@@ -1,10 +1,12 @@
-"""Real YARN workloads for development and integration tests (``yarn.md`` sections 4.1, 4.2, 9.5).
+"""Real YARN workloads for development and integration tests (``docs/yarn.md`` sections 4.1, 4.2,
+9.5).
 
 Submits distributed-shell applications through the RM REST API (``new-application`` then
 ``POST /apps``, via ``RMClient``). Their ApplicationMaster really registers, asks for
 ``num_containers`` containers of the chosen size, runs ``sleep S`` in each and unregisters, so a
 finished app ends FINISHED/SUCCEEDED with real ``vcoreSeconds``/``memorySeconds`` and elapsed
-times. A bare ``sleep`` AM would never register and ends FAILED (``yarn.md`` section 1, item 6).
+times. A bare ``sleep`` AM would never register and ends FAILED (``docs/yarn.md`` section 1, item
+6).
 
 The AM is Hadoop's ``org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster``.
 It reads its shell command from a file named ``shellCommands`` in its working directory, written
@@ -69,7 +71,7 @@ class AppSpec:
     """One distributed-shell application: where it runs, how big, how long.
 
     ``sleep_s`` is each container's run time; the AM itself adds its JVM start-up (a few
-    seconds) on top. Tags are lower-cased by the RM (``yarn.md`` section 4.2).
+    seconds) on top. Tags are lower-cased by the RM (``docs/yarn.md`` section 4.2).
     """
 
     queue: str

@@ -1,4 +1,4 @@
-"""Integration fixtures: one real YARN RM + NodeManager per session (``yarn.md`` section 9).
+"""Integration fixtures: one real YARN RM + NodeManager per session (``docs/yarn.md`` section 9).
 
 ``rm_url`` starts ``hadoop-docker/minicluster/run`` once (free port, temp work dir), waits for its
 READY line and stops it (SIGTERM, then the process group) at session end. With

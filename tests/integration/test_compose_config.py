@@ -1,4 +1,4 @@
-"""The Docker compose stack uses the same YARN configuration CI tests (``yarn.md`` section 10).
+"""The Docker compose stack uses the same YARN configuration CI tests (``docs/yarn.md`` section 10).
 
 Docker does not run in CI, so this checks the files instead: the compose file parses, mounts
 ``hadoop-docker/conf/capacity-scheduler.xml`` (which the mini cluster loads) into the RM and NM,

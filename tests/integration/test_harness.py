@@ -1,4 +1,4 @@
-"""The development YARN cluster really works (``yarn.md`` sections 4.2, 5.2-5.4, 9).
+"""The development YARN cluster really works (``docs/yarn.md`` sections 4.2, 5.2-5.4, 9).
 
 (a) distributed-shell apps from ``app.yarn.workload`` run in two queues and finish
 FINISHED/SUCCEEDED with real resource-seconds; (b) a capacity change through

@@ -263,7 +263,8 @@ async def test_kill_rule_and_cancel_on_a_real_rm(
     yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
 ) -> None:
     """A running job past its deadline with tasks > drop_threshold is killed through the RM
-    (``policies.md``; ``yarn.md`` 4.3); ``DELETE /jobs/{id}`` kills a running job's app."""
+    (``docs/policies.md``; ``docs/yarn.md`` 4.3); ``DELETE /jobs/{id}`` kills a running job's
+    app."""
     assert yarn_cluster.cluster_json is not None
     db_url = f"sqlite:///{tmp_path}/sidecar.db"
     upgrade(db_url)

@@ -1,4 +1,4 @@
-"""``RMClient`` against a real ResourceManager (``yarn.md`` s.3-5; harness fixture ``rm_url``).
+"""``RMClient`` against a real ResourceManager (``docs/yarn.md`` s.3-5; harness fixture ``rm_url``).
 
 Every read method once, a scheduler-conf mutation that bumps the version (restored afterwards),
 validation of an invalid configuration, and the submit -> timeout -> kill path of a ``sleep`` AM.
@@ -134,7 +134,7 @@ async def test_submit_timeout_and_kill_a_sleep_am(rm: RMClient) -> None:
     state = await _wait_for_state(rm, new.app_id, {"ACCEPTED", "RUNNING"}, limit_s=30)
     assert state in {"ACCEPTED", "RUNNING"}
     app = await rm.app(new.app_id)
-    assert set(app.tags) == {"sidecar-it", "kill-me"}  # lower-cased by the RM (yarn.md 4.2)
+    assert set(app.tags) == {"sidecar-it", "kill-me"}  # lower-cased by the RM (docs/yarn.md 4.2)
     assert app.submitted_ms is not None
     await rm.set_application_timeout(new.app_id, int(time.time() * 1000) + 3_600_000)
     tagged = await rm.apps(tags=["sidecar-it"], states=["ACCEPTED", "RUNNING"])

@@ -31,7 +31,7 @@ def test_every_example_runs_as_json_and_table(
 
 
 def test_table_9_2_totals_through_the_command(capsys: pytest.CaptureFixture[str]) -> None:
-    expected = {  # Table 9.2 (policies.md): totals of A and B
+    expected = {  # Table 9.2 (docs/policies.md): totals of A and B
         "mlrf_table_9_2.json": ("alloc", 160, 240),
         "ltrf_table_9_2.json": ("alloc", 200, 200),
         "ltrf_table_9_2_discount.json": ("counted", 180, 180),

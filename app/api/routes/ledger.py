@@ -1,5 +1,5 @@
-"""``GET /ledger``: the LTRF ledger from measured usage (issue 5, point 3; ``policies.md``, "Long-
-Term Resource Fairness"): per queue, entitlement, usage and debt over time."""
+"""``GET /ledger``: the LTRF ledger from measured usage (issue 5, point 3; ``docs/policies.md``,
+"Long- Term Resource Fairness"): per queue, entitlement, usage and debt over time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fawkes: balanced shares for queues with dynamic weights (seed 000, sections 3, 4.1 to 4.3, 7;
-``policies.md``, "Fawkes weights").
+``docs/policies.md``, "Fawkes weights").
 
 Queues play the paper's MR-clusters. Every control tick carries, per queue, the samples averaged
 over the last interval ``T``; ``step`` turns them into weights (eq. 4), integrates the
@@ -10,9 +10,9 @@ One registry entry, ``fawkes``, with a ``weighting`` choice parameter (JD, DD, T
 JT, TT and the baselines EQ, None): the weightings share all other parameters and state, so one
 spec keeps the controller's configuration to a single policy name.
 
-Decisions where the paper and ``policies.md`` are silent:
+Decisions where the paper and ``docs/policies.md`` are silent:
 
-* Defaults: ``tau`` 10 (the ``policies.md`` scenario; the paper gives no number; ``D_i`` is in
+* Defaults: ``tau`` 10 (the ``docs/policies.md`` scenario; the paper gives no number; ``D_i`` is in
   share x seconds, so ``tau`` is in share^2 x s^2), ``T`` 60 s (section 7.1), ``psi`` 0.5, ``a`` 2.
 * *Busy* (the "running or waiting job" of the activity rule) means ``running_jobs``,
   ``waiting_jobs`` or ``waiting_tasks`` is positive in the tick's averaged samples. A queue is idle
@@ -23,8 +23,8 @@ Decisions where the paper and ``policies.md`` are silent:
 * Floors: an inactive queue keeps its floor share (default 0). Floors are reserved, so admission
   checks ``sum(m_i, admitted and candidate) + sum(floor_j, all others) <= 1`` and the admitted
   shares sum to ``1 - sum(floor_j, not admitted)``; with the default floors of 0 this is exactly
-  the ``policies.md`` rule (minimums at most 1, admitted shares sum to 1). A floor may not exceed
-  the queue's minimum share, so deactivation never over-commits the pool.
+  the ``docs/policies.md`` rule (minimums at most 1, admitted shares sum to 1). A floor may not
+  exceed the queue's minimum share, so deactivation never over-commits the pool.
 * ``D_i`` is 0 on the tick a queue is admitted (the integral over ``[activation, activation]``);
   afterwards it grows by ``(c_i - w_i) * (t_k - t_{k-1})`` with the tick's own averaged ``c_i`` and
   the weight computed on that tick (rectangle rule). ``D_i`` is never reset while the queue stays
@@ -99,7 +99,7 @@ REGISTRY: tuple[PolicySpec, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class QueueSample:
-    """One queue's samples averaged over the last interval (``policies.md`` weight table)."""
+    """One queue's samples averaged over the last interval (``docs/policies.md`` weight table)."""
 
     waiting_jobs: float = 0.0
     waiting_tasks: float = 0.0
@@ -272,7 +272,7 @@ class FawkesDecision:
 
 
 def raw_weight(sample: QueueSample, params: FawkesParams, queue: str) -> float:
-    """The sample ``y_i`` of the configured weighting (``policies.md`` weight table)."""
+    """The sample ``y_i`` of the configured weighting (``docs/policies.md`` weight table)."""
     w = params.weighting
     if w == "JD":
         return sample.waiting_jobs

@@ -1,11 +1,11 @@
-"""Playground scenarios for ``fawkes`` (``policies.md``, "Playground scenarios" and "Fawkes
+"""Playground scenarios for ``fawkes`` (``docs/policies.md``, "Playground scenarios" and "Fawkes
 weights"; seed 000 section 4).
 
 Input: ``{"policy": "fawkes", "weighting": "TD", "tau": 10, "psi": 0.5, "a": 2, "interval_s": 60,
 "queues": {name: {"min_share": m, "floor": f}}, "ticks": [{"t": 0, "queues": {name: {samples}}}]}``.
 Everything but ``policy``, ``queues`` and ``ticks`` has the registry default; ``min_share`` and
-``floor`` default to 0. The per-tick samples are the ``QueueSample`` fields (``policies.md`` lists
-them under "Playground scenarios"; its "Fawkes weights" section calls the same object
+``floor`` default to 0. The per-tick samples are the ``QueueSample`` fields (``docs/policies.md``
+lists them under "Playground scenarios"; its "Fawkes weights" section calls the same object
 ``samples``, the scenario section's key ``queues`` is the one accepted). A queue missing from a
 tick was idle during that interval. Output: ``{"policy": "fawkes", "ticks": [decision, ...]}``
 with each decision's ``t``, ``admitted``, ``waiting``, ``weights``, ``discrimination``,

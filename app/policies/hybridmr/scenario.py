@@ -1,4 +1,4 @@
-"""Playground scenarios for ``hybridmr`` (``policies.md``, "Playground scenarios"; seed 001
+"""Playground scenarios for ``hybridmr`` (``docs/policies.md``, "Playground scenarios"; seed 001
 section III, Algorithms 1 to 3).
 
 Input, one JSON object (unknown keys are errors)::

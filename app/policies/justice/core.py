@@ -1,4 +1,5 @@
-"""Justice and PYTHIA deadline-aware admission (seed 004; ``policies.md`` "PYTHIA and Justice").
+"""Justice and PYTHIA deadline-aware admission (seed 004; ``docs/policies.md`` "PYTHIA and
+Justice").
 
 Pure state machines shared by the live sidecar and the simulator:
 
@@ -6,14 +7,14 @@ Pure state machines shared by the live sidecar and the simulator:
   capacity)``. PYTHIA's TRACK_JOB (Algorithm 2, chapter 4) is the ``max_frac`` it maintains.
 - ``allocation_fraction``: Algorithm 4 then Algorithm 5 (correction by the smoothed error,
   validation to ``[MinCPUFrac, 1]``) for Justice; PYTHIA uses the global ``CPUFrac =
-  max(minReqRate)`` with no correction (``policies.md``).
+  max(minReqRate)`` with no correction (``docs/policies.md``).
 - ``estimate_req``: ESTIMATE_REQ of Algorithms 1 and 6 with the queue-time inflation
   ``deadline / (deadline - queued)``; fewer than 2 completions -> ``maxCpus``.
 - ``admit``: ADMISSION_CONTROL + CREATE_OFFERS (Algorithm 6) and the selective kill rule of 5.1.2.
 - Baselines of 5.2 that are pure decision rules: ``fair_share`` (Baseline / Reactive FS shares),
   ``reactive_kills`` and ``oracle_admit`` (exact-need admission).
 
-Decisions where the thesis and ``policies.md`` are silent or ambiguous:
+Decisions where the thesis and ``docs/policies.md`` are silent or ambiguous:
 
 - Algorithm 5 line 8-11 clamps low first and high second; when ``MinCPUFrac > 1`` (a job whose
   ``compTime / deadline`` exceeded its tasks) the bound 1 wins, otherwise every later job would be
@@ -22,7 +23,7 @@ Decisions where the thesis and ``policies.md`` are silent or ambiguous:
 - ``ceil`` in ESTIMATE_REQ is taken with a 1e-9 tolerance so that ``0.3 * 10`` asks for 3 CPUs,
   not 4.
 - Bootstrap (fewer than 2 completions): chapter 5.1.1 gives a job "the number of CPUs available"
-  when ``requestedTasks`` do not fit; ``policies.md`` says an offer is made only if the whole
+  when ``requestedTasks`` do not fit; ``docs/policies.md`` says an offer is made only if the whole
   request fits, so bootstrap jobs wait for their whole ``maxCpus``. A job whose deadline has passed
   while it waited is dropped in bootstrap too.
 - CREATE_OFFERS' ``while`` loop is one pass over the heap in priority order that skips a request
@@ -308,7 +309,7 @@ def allocation_fraction(state: EstimatorState, params: JusticeParams) -> float |
 def estimate_req(
     state: EstimatorState, job: Job, now_s: float, capacity: int, params: JusticeParams
 ) -> int:
-    """ESTIMATE_REQ: CPUs a job needs to meet its deadline from now (``policies.md``).
+    """ESTIMATE_REQ: CPUs a job needs to meet its deadline from now (``docs/policies.md``).
 
     Shares ``admit``'s arithmetic: ``fraction * deadline / (deadline - queued)`` of ``maxCpus``,
     rounded up, at least 1; ``maxCpus`` while bootstrapping. The result may exceed ``maxCpus``

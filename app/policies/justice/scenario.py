@@ -1,4 +1,5 @@
-"""Playground handler for Justice and PYTHIA scenarios (``policies.md`` "Playground scenarios").
+"""Playground handler for Justice and PYTHIA scenarios (``docs/policies.md`` "Playground
+scenarios").
 
 Input: ``{"policy": "justice" | "pythia", "capacity": C, "smoothing": "mean", "alpha": 0.5,
 "drop_threshold": 1000, "events": [{"t": 0, "submit": {"id", "tasks", "deadline_s"}}, {"t": 80,

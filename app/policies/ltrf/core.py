@@ -1,5 +1,5 @@
 """Long-Term Resource Fairness and its memoryless baseline (seed 002, section 9.4.1 to 9.4.4;
-``policies.md``, "Long-Term Resource Fairness").
+``docs/policies.md``, "Long-Term Resource Fairness").
 
 Each round water-fills the capacity ``R`` continuously over the queues with remaining demand,
 always raising the queue with the smallest counted usage per weight ``u_i / w_i``. A queue's counted
@@ -12,7 +12,7 @@ round and no discount (Table 9.2 (a)).
 
 Two registry entries: ``ltrf`` (parameter ``discount``) and ``mlrf`` (none).
 
-Decisions where the paper and ``policies.md`` are silent:
+Decisions where the paper and ``docs/policies.md`` are silent:
 
 * "Queues with demand or usage" (who is entitled): a queue with demand this round or with positive
   cumulative counted usage. A queue that used resources once and is idle now keeps its entitlement,

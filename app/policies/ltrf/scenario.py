@@ -1,4 +1,4 @@
-"""Playground scenarios for ``ltrf`` and ``mlrf`` (``policies.md``, "Playground scenarios" and
+"""Playground scenarios for ``ltrf`` and ``mlrf`` (``docs/policies.md``, "Playground scenarios" and
 "Long-Term Resource Fairness"; seed 002 section 9.4, Table 9.2).
 
 Input: ``{"policy": "ltrf" | "mlrf", "capacity": R, "discount": delta, "queues": {name:

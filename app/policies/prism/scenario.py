@@ -1,5 +1,5 @@
-"""Playground scenarios for ``prism`` (``policies.md``, "Playground scenarios"; seed 003 sections
-3 to 5, eqs. 1 to 6 and Algorithm 1).
+"""Playground scenarios for ``prism`` (``docs/policies.md``, "Playground scenarios"; seed 003
+sections 3 to 5, eqs. 1 to 6 and Algorithm 1).
 
 Input, one JSON object (unknown keys are errors)::
 

@@ -1,5 +1,5 @@
 """The proportional policy's queue adapter: the shared observation view -> pending vcores per
-queue -> shares (``style.md``, "The tick": decide)."""
+queue -> shares (``docs/style.md``, "The tick": decide)."""
 
 from __future__ import annotations
 

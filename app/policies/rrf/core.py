@@ -1,4 +1,5 @@
-"""Reciprocal Resource Fairness and its baselines (seed 002, section 9.5; ``policies.md`` "RRF").
+"""Reciprocal Resource Fairness and its baselines (seed 002, section 9.5; ``docs/policies.md``
+"RRF").
 
 Two resources, ``vcores`` and ``memory``. A tenant buys a share vector ``s(i)``; its initial
 resources are ``S_k(i) = Omega_k * s_k(i) / sum_j s_k(j)`` so one unit of resource ``k`` is worth
@@ -9,30 +10,30 @@ step simulation):
 - WMMF: weighted max-min per resource, weights ``s_k(i)``, capped at demand (9.5.2).
 - weighted DRF: standard progressive filling along demand vectors with weighted dominant share
   ``max_k x_k / S_k(i)``; a tenant stops at its demand or when a resource it needs runs out
-  (``policies.md``: not the chapter's WDRF row).
-- RRF inter-tenant trading, Algorithm 2, with the ``policies.md`` corrections: ``Lambda(i)`` on
+  (``docs/policies.md``: not the chapter's WDRF row).
+- RRF inter-tenant trading, Algorithm 2, with the ``docs/policies.md`` corrections: ``Lambda(i)`` on
   line 20, contributions summed in share units. Lines 12 to 20 (sort by ``V_k``, binary search of
   ``v`` by eqs. 9.1/9.2) are a water-fill: a beneficiary gets ``min(D_k(i), S_k(i) + L*Lambda(i))``
   with the level ``L`` that spends the pool ``sum(S_k - D_k)`` of the contributors.
 - Intra-tenant weight adjustment, Algorithm 3, and the economic fairness degree ``beta`` (9.5.4.1).
 
-Decisions where the chapter and ``policies.md`` are silent:
+Decisions where the chapter and ``docs/policies.md`` are silent:
 
 - Left-over after every contributing beneficiary is satisfied (only non-contributors are still
   unsatisfied) is water-filled in proportion to the initial resources ``S_k(i)`` of the resource
-  in question, capped at demand (``policies.md`` says "initial shares"; per resource is the only
-  reading that keeps the two resources' budgets separate).
+  in question, capped at demand (``docs/policies.md`` says "initial shares"; per resource is the
+  only reading that keeps the two resources' budgets separate).
 - A resource whose total demand is at most its capacity is not contended: RRF, WMMF and DRF give
   every tenant its demand of it. For DRF the progressive filling still runs on the full demand
   vectors (so contended resources are standard DRF) and the uncontended resource is then set to
-  demand, as ``policies.md`` requires.
+  demand, as ``docs/policies.md`` requires.
 - DRF: a tenant with a zero share of a resource it demands has an infinite weighted dominant
   share and receives nothing (the weighted-DRF definition with a zero weight).
 - IWA: a VM's initial resources are the tenant's ``S_k(i)`` split by the VMs' share values. Line 9
   can exceed a VM's demand when the tenant received more than its VMs demand; the result is capped
   at demand (RRF never gives a tenant more than its demand, so this only matters for other inputs).
 - YARN absolute capacities are integers obtained by largest-remainder rounding whose total is the
-  floor of the exact total, so children never sum above the allocation (``yarn.md``: the sum of
+  floor of the exact total, so children never sum above the allocation (``docs/yarn.md``: the sum of
   absolute children must not exceed the parent).
 """
 
@@ -334,7 +335,7 @@ def _trade_resource(
 
 
 def rrf(tenants: Mapping[str, Tenant], capacity: Res) -> Allocation:
-    """Inter-tenant resource trading (Algorithm 2 with the ``policies.md`` corrections)."""
+    """Inter-tenant resource trading (Algorithm 2 with the ``docs/policies.md`` corrections)."""
     contrib = contributions(tenants, capacity)
     initial = initial_resources(tenants, capacity)
     columns = {r: _trade_resource(tenants, capacity[r], r, initial, contrib) for r in RESOURCES}

@@ -1,4 +1,5 @@
-"""Playground handler for RRF scenarios (``policies.md`` "Playground scenarios", RRF; seed 002 9.5).
+"""Playground handler for RRF scenarios (``docs/policies.md`` "Playground scenarios", RRF; seed 002
+9.5).
 
 Input: ``{"policy": "rrf", "capacity": {"vcores": V, "memory": M}, "tenants": {name: {"shares":
 {...}, "demand": {...}, "vms": {vm: {"shares": {...}, "demand": {...}}}}}}``; ``vms`` is optional

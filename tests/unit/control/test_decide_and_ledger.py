@@ -1,5 +1,5 @@
 """The measured LTRF ledger and the policy adapters (issue 5, points 1 and 3). Expected values are
-hand computations from ``policies.md`` (LTRF, Fawkes, RRF Table 9.3)."""
+hand computations from ``docs/policies.md`` (LTRF, Fawkes, RRF Table 9.3)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_fawkes_td_first_decision_waterfills_from_pending_containers() -> None:
 
 
 def test_rrf_table_9_3_as_absolute_capacities() -> None:
-    # policies.md: RRF gives VM1 <5, 2.5>, VM2 <7, 1>, VM3 <8, 6.5>; memory 2.5 + 1 + 6.5 = 10
+    # docs/policies.md: RRF gives VM1 <5, 2.5>, VM2 <7, 1>, VM3 <8, 6.5>; memory 2.5 + 1 + 6.5 = 10
     # units rounds by largest remainder (tie 0.5: by name, vm1) to 3, 1, 6
     cfg = ControlConfig(
         policy="rrf",

@@ -1,4 +1,4 @@
-"""Submission contexts of admitted jobs (``app.jobs.contexts``; ``yarn.md`` section 4.2)."""
+"""Submission contexts of admitted jobs (``app.jobs.contexts``; ``docs/yarn.md`` section 4.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Shares -> capacity percentages (app.policies.rounding; policies.md "Common terms": share)."""
+"""Shares -> capacity percentages (app.policies.rounding; docs/policies.md "Common terms":
+share)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The admission service on both engines against an in-memory RM (issue 6, points 1-4).
 
-Expected numbers are worked by hand from seed 004 Algorithms 3 to 6 and ``policies.md``.
+Expected numbers are worked by hand from seed 004 Algorithms 3 to 6 and ``docs/policies.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Admission service recovery on both engines against an in-memory RM.
 
-1. An ambiguous ``POST /apps`` (``yarn.md`` 4.2: the client cannot tell whether it was applied)
+1. An ambiguous ``POST /apps`` (``docs/yarn.md`` 4.2: the client cannot tell whether it was applied)
    must not lead to a second app for the same job.
 2. A job whose app the RM dropped (``yarn.resourcemanager.max-completed-applications``) must not
    hold its CPUs forever.

@@ -1,4 +1,4 @@
-"""Hand-made RM JSON samples from ``yarn.md`` (sections 3-5), plus the recorded-fixture loader.
+"""Hand-made RM JSON samples from ``docs/yarn.md`` (sections 3-5), plus the recorded-fixture loader.
 
 The hand-made samples pin the documented quirks (empty ``apps``, single-object lists, numbers as
 strings, ``-1`` allocations) independently of what one RM version happens to send; the recordings
@@ -32,7 +32,7 @@ def recorded_text(name: str) -> str:
     return path.read_text()
 
 
-# yarn.md 3.1, verbatim example values.
+# docs/yarn.md 3.1, verbatim example values.
 CLUSTER_INFO: dict[str, Any] = {
     "clusterInfo": {
         "id": 1476912658570,
@@ -46,7 +46,7 @@ CLUSTER_INFO: dict[str, Any] = {
     }
 }
 
-# yarn.md 3.2: the documented fields; pending* come from the 3.x DAO.
+# docs/yarn.md 3.2: the documented fields; pending* come from the 3.x DAO.
 CLUSTER_METRICS: dict[str, Any] = {
     "clusterMetrics": {
         "appsSubmitted": 7,
@@ -81,7 +81,7 @@ CLUSTER_METRICS: dict[str, Any] = {
 
 
 def app_json(**overrides: Any) -> dict[str, Any]:
-    """One ``AppInfo`` (yarn.md 3.4) of a running app; override any field."""
+    """One ``AppInfo`` (docs/yarn.md 3.4) of a running app; override any field."""
     app: dict[str, Any] = {
         "id": "application_1476912658570_0001",
         "user": "alice",
@@ -109,7 +109,7 @@ def app_json(**overrides: Any) -> dict[str, Any]:
 
 
 def finished_app_json() -> dict[str, Any]:
-    """A finished app: the RM reports ``-1`` for allocations (yarn.md 3.4 table)."""
+    """A finished app: the RM reports ``-1`` for allocations (docs/yarn.md 3.4 table)."""
     return app_json(
         id="application_1476912658570_0002",
         state="FINISHED",
@@ -185,7 +185,7 @@ def scheduler_json(children: list[dict[str, Any]] | dict[str, Any]) -> dict[str,
 
 
 def node_json(**overrides: Any) -> dict[str, Any]:
-    """One ``NodeInfo`` (yarn.md 3.7)."""
+    """One ``NodeInfo`` (docs/yarn.md 3.7)."""
     node: dict[str, Any] = {
         "rack": "/default-rack",
         "state": "RUNNING",

@@ -1,4 +1,5 @@
-"""``RMClient`` against ``httpx.MockTransport``: HA, retries, error mapping, writes (yarn.md s.2-5).
+"""``RMClient`` against ``httpx.MockTransport``: HA, retries, error mapping, writes (docs/yarn.md
+s.2-5).
 
 Time is fake: the injected ``sleep`` records the delays instead of waiting.
 """

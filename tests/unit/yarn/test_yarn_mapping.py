@@ -1,4 +1,4 @@
-"""Pure wire -> domain mapping (yarn.md s.3.1-3.7, s.13): queue tree, apps, nodes, metrics."""
+"""Pure wire -> domain mapping (docs/yarn.md s.3.1-3.7, s.13): queue tree, apps, nodes, metrics."""
 
 from __future__ import annotations
 

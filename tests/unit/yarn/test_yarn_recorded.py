@@ -119,7 +119,7 @@ async def test_finished_apps_minus_one_becomes_zero() -> None:
         apps = await client.apps(states=sorted(FINAL_APP_STATES))
     expected = raw_apps(raw)
     assert [a.app_id for a in apps] == [r["id"] for r in expected]
-    # yarn.md 3.4: finished apps report -1. The 3.5.0 recording also shows a FINISHED app still
+    # docs/yarn.md 3.4: finished apps report -1. The 3.5.0 recording also shows a FINISHED app still
     # holding its AM container (256 MB, 1 container) until the NM releases it: kept as is.
     assert any(r["allocatedMB"] == -1 for r in expected)
     for app, r in zip(apps, expected, strict=True):

@@ -1,4 +1,4 @@
-"""``SchedConfUpdate.to_xml``: the ``<sched-conf>`` body of yarn.md s.5.3, parsed back."""
+"""``SchedConfUpdate.to_xml``: the ``<sched-conf>`` body of docs/yarn.md s.5.3, parsed back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wire parsing of RM JSON: documented quirks (yarn.md s.1 item 8, s.2, s.13) and garbage."""
+"""Wire parsing of RM JSON: documented quirks (docs/yarn.md s.1 item 8, s.2, s.13) and garbage."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_single_app_as_object_is_a_list_of_one() -> None:
 
 
 def test_numbers_and_booleans_as_strings() -> None:
-    # Jersey "mapped" notation may quote scalars (yarn.md s.2).
+    # Jersey "mapped" notation may quote scalars (docs/yarn.md s.2).
     app = wire.parse(
         wire.AppEnvelope,
         {"app": app_json(allocatedMB="2048", progress="12.5", priority="3", elapsedTime="7")},

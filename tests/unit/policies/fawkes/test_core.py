@@ -1,4 +1,4 @@
-"""Fawkes weights, water-fill, discrimination, admission (seed 000 sec. 4; policies.md)."""
+"""Fawkes weights, water-fill, discrimination, admission (seed 000 sec. 4; docs/policies.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``yarn-sidecar policy run`` for fawkes (policies.md "Playground scenarios", "Fawkes weights")."""
+"""``yarn-sidecar policy run`` for fawkes (docs/policies.md "Playground scenarios", "Fawkes
+weights")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Playground scenarios for hybridmr (seed 001 section III; policies.md "Playground scenarios")."""
+"""Playground scenarios for hybridmr (seed 001 section III; docs/policies.md "Playground
+scenarios")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LTRF / MLRF rounds, ledger and live helpers (seed 002 sec. 9.4, Table 9.2; policies.md)."""
+"""LTRF / MLRF rounds, ledger and live helpers (seed 002 sec. 9.4, Table 9.2; docs/policies.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ NEW_A = (20, 40, 80, 60)
 NEW_B = (100, 60, 50, 50)
 EQUAL = {"A": 1.0, "B": 1.0}
 
-# Table 9.2 as policies.md states it: (alloc A, alloc B, counted A, counted B) per round.
+# Table 9.2 as docs/policies.md states it: (alloc A, alloc B, counted A, counted B) per round.
 TABLE_9_2 = {
     "mlrf": [(20, 80, 20, 80), (40, 60, 40, 60), (50, 50, 50, 50), (50, 50, 50, 50)],
     "ltrf": [(20, 80, 20, 80), (40, 60, 40, 60), (80, 20, 80, 20), (60, 40, 60, 40)],

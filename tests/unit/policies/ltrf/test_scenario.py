@@ -1,4 +1,5 @@
-"""``yarn-sidecar policy run`` for ltrf / mlrf (policies.md "Playground scenarios", Table 9.2)."""
+"""``yarn-sidecar policy run`` for ltrf / mlrf (docs/policies.md "Playground scenarios", Table
+9.2)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from app.playground import ScenarioError, load_scenario, render, run_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
-# Table 9.2 (policies.md): per round (alloc A, alloc B, counted A, counted B), then totals.
+# Table 9.2 (docs/policies.md): per round (alloc A, alloc B, counted A, counted B), then totals.
 EXPECTED = {
     "mlrf_table_9_2.json": (
         [(20, 80, 20, 80), (40, 60, 40, 60), (50, 50, 50, 50), (50, 50, 50, 50)],

@@ -1,4 +1,5 @@
-"""Playground scenarios for prism (seed 003 sections 3 to 5; policies.md "Playground scenarios")."""
+"""Playground scenarios for prism (seed 003 sections 3 to 5; docs/policies.md "Playground
+scenarios")."""
 
 from __future__ import annotations
 

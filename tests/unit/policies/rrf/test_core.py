@@ -1,4 +1,4 @@
-"""RRF and its baselines against Table 9.3 (policies.md "RRF"), IWA by hand, and properties."""
+"""RRF and its baselines against Table 9.3 (docs/policies.md "RRF"), IWA by hand, and properties."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ TABLE_9_3 = {
 }
 CAPACITY = Res(20, 10)
 
-# Rows of policies.md's worked example; wdrf VM2/VM3 are 56/9 and 7/9 (see test_wdrf_by_hand).
+# Rows of docs/policies.md's worked example; wdrf VM2/VM3 are 56/9 and 7/9 (see test_wdrf_by_hand).
 EXPECTED: dict[str, dict[str, tuple[float, float]]] = {
     "tshirt": {"VM1": (5, 2.5), "VM2": (5, 2.5), "VM3": (10, 5)},
     "wmmf": {"VM1": (6, 3), "VM2": (6, 1), "VM3": (8, 6)},

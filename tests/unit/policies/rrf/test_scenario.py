@@ -14,7 +14,7 @@ from app.playground import ScenarioError, render, run_scenario
 SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 TOL = 1e-9
 
-# policies.md's worked example (Table 9.3 input); wdrf is standard progressive filling.
+# docs/policies.md's worked example (Table 9.3 input); wdrf is standard progressive filling.
 EXPECTED: dict[str, dict[str, tuple[float, float]]] = {
     "tshirt": {"VM1": (5, 2.5), "VM2": (5, 2.5), "VM3": (10, 5)},
     "wmmf": {"VM1": (6, 3), "VM2": (6, 1), "VM3": (8, 6)},
