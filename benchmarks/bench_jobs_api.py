@@ -70,6 +70,8 @@ def server(database_url: str, port: int, log: Path | None = None) -> Iterator[st
         "YARN_SIDECAR_CLUSTER_NAME": "bench",
         "YARN_SIDECAR_LOG_LEVEL": "ERROR",
         "YARN_SIDECAR_RM_RETRIES": "0",
+        # bound to loopback, so authentication may be off: this measures admission, not tokens
+        "YARN_SIDECAR_AUTH": "none",
     }
     cli = Path(sys.executable).parent / "yarn-sidecar"
     sink = log.open("wb") if log else subprocess.DEVNULL
