@@ -89,21 +89,20 @@ def _policy_and_params(name: str, params: Mapping[str, Any]) -> tuple[str, dict[
         raise PolicyError("policy", f"{spec.name!r} is an {spec.kind} policy, not a queue policy")
     base, _, suffix = name.partition(":")
     values = dict(params)
+    key = spec.suffix_param
     if suffix:
-        if base != "fawkes":
-            raise PolicyError("policy", f"only fawkes takes a ':<weighting>' suffix, got {name!r}")
-        if "weighting" in values and values["weighting"] != suffix:
-            raise PolicyError(
-                "params.weighting", f"{values['weighting']!r} contradicts policy {name!r}"
-            )
-        values["weighting"] = suffix
+        if key is None:
+            raise PolicyError("policy", f"{base} takes no ':<value>' suffix, got {name!r}")
+        if key in values and values[key] != suffix:
+            raise PolicyError(f"params.{key}", f"{values[key]!r} contradicts policy {name!r}")
+        values[key] = suffix
         try:
-            spec.validate({"weighting": suffix})
+            spec.validate({key: suffix})
         except PolicyError as exc:
-            raise PolicyError("policy", f"weighting {exc.message}") from None
+            raise PolicyError("policy", f"{key} {exc.message}") from None
     validated = spec.validate(values, prefix="params.")
-    if base == "fawkes":
-        return f"fawkes:{validated['weighting']}", validated
+    if key is not None:
+        return f"{base}:{validated[key]}", validated
     return base, validated
 
 
@@ -147,10 +146,10 @@ def resolve(
     lows = sum(b.min_h for b in parsed.values())
     if lows > 10000:
         raise PolicyError("bounds", f"minimums sum to {lows / 100}, more than 100")
-    if name == "rrf" and parsed:
-        # RRF pushes absolute resources; a percentage bound of a queue has no fixed meaning in
-        # vcores and MB (it depends on the parent), so refuse rather than ignore it.
-        raise PolicyError("bounds", "not supported with rrf (absolute capacities)")
+    if name != STATIC and registry.lookup(name).absolute and parsed:
+        # An absolute policy pushes resources; a percentage bound of a queue has no fixed meaning
+        # in vcores and MB (it depends on the parent), so refuse rather than ignore it.
+        raise PolicyError("bounds", f"not supported with {name} (absolute capacities)")
     cfg = ControlConfig(
         policy=name,
         params=values,
@@ -165,8 +164,9 @@ def resolve(
         floors=parse_floors(floors or {}),
         baseline=parse_baseline(baseline or {}),
     )
-    if cfg.base_policy == "fawkes" and "interval_s" not in params:
-        # Fawkes' T is the controller's averaging interval unless the operator says otherwise.
+    if name != STATIC and "interval_s" not in params and _has_param(name, "interval_s"):
+        # A policy's own interval (Fawkes' T) is the controller's averaging interval unless the
+        # operator says otherwise.
         cfg = replace(cfg, params={**cfg.params, "interval_s": cfg.interval_s})
     return cfg
 
@@ -185,8 +185,9 @@ def overlay(base: ControlConfig, changes: Mapping[str, Any]) -> ControlConfig:
     policy_changed = "policy" in changes and changes["policy"] != base.policy
     params = changes.get("params", {} if policy_changed else _user_params(base))
     default_policy = base.policy
-    if base.base_policy == "fawkes" and "weighting" in params:
-        default_policy = "fawkes"  # the weighting in the params picks the suffix
+    suffix = _suffix_param(base.policy)
+    if suffix is not None and suffix in params:
+        default_policy = base.base_policy  # the parameter picks the suffix
     return resolve(
         policy=changes.get("policy", default_policy),
         params=params,
@@ -206,6 +207,15 @@ def overlay(base: ControlConfig, changes: Mapping[str, Any]) -> ControlConfig:
 def _user_params(cfg: ControlConfig) -> dict[str, Any]:
     """The parameters as an operator would give them again (the weighting lives in the name)."""
     values = dict(cfg.params)
-    if cfg.base_policy == "fawkes":
-        values.pop("weighting", None)
+    key = _suffix_param(cfg.policy)
+    if key is not None:
+        values.pop(key, None)
     return values
+
+
+def _suffix_param(policy: str) -> str | None:
+    return None if policy == STATIC else registry.lookup(policy).suffix_param
+
+
+def _has_param(policy: str, param: str) -> bool:
+    return any(p.name == param for p in registry.lookup(policy).params)

@@ -33,6 +33,10 @@ from app.control import lending as lending_rule
 from app.domain.observation import ClusterTotals, SamplePoint
 from app.policies.ltrf import core as ltrf
 
+# The ledger's state is LTRF's own (counted usage, debt, totals per queue): every other module
+# names it through here, so the LTRF folder stays a policy behind the registry.
+LedgerState = ltrf.LtrfState
+
 
 @dataclass(frozen=True, slots=True)
 class Poll:

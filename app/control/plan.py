@@ -199,6 +199,8 @@ class Limits:
     bounds: Mapping[str, Bounds] = field(default_factory=dict)
     max_step_h: int = 1000
     min_change_h: int = 100
+    # maximum-capacity = capacity (the policy's queues may not borrow, ``PolicyOutcome``)
+    no_borrowing: bool = False
 
 
 def _target(
@@ -270,7 +272,10 @@ def percent_plan(
         size, floor = format_hundredths(change), format_hundredths(limits.min_change_h)
         why = "no change" if change == 0 else f"largest change {size} pp < minimum {floor} pp"
         steps = _Steps(target, bounded, live_cap, live_cap, live_max)
-        return _lines_plan(live, shares, steps, limits, bound_reasons, Fraction(0), why, False)
+        # capacities stay; a no-borrowing policy still lowers maximum-capacity to them
+        fix_max = limits.no_borrowing and any(live_max[q] != live_cap[q] for q in queues)
+        why = f"{why}; maximum-capacity set to capacity" if fix_max else why
+        return _lines_plan(live, shares, steps, limits, bound_reasons, Fraction(0), why, fix_max)
     planned, fraction, step_note = _step(live_cap, bounded, limits)
     reasons = {q: "; ".join(r for r in (bound_reasons.get(q, ""), step_note) if r) for q in queues}
     steps = _Steps(target, bounded, planned, live_cap, live_max)
@@ -279,15 +284,22 @@ def percent_plan(
 
 
 def _line(
-    q: str, live: Mapping[str, str], share: float, steps: _Steps, bounds: Bounds, reason: str
+    q: str,
+    live: Mapping[str, str],
+    share: float,
+    steps: _Steps,
+    limits: Limits,
+    reason: str,
 ) -> QueueLine:
     planned, live_cap, live_max = steps.planned[q], steps.live_cap[q], steps.live_max[q]
-    new_max = max(live_max, planned)
+    bounds = limits.bounds.get(q, NO_BOUNDS)
+    new_max = planned if limits.no_borrowing else max(live_max, planned)
     notes = [f"share {share:.6f} -> target {format_hundredths(steps.target[q])}"]
     if reason:
         notes.append(reason)
     if new_max != live_max:
-        notes.append(f"maximum-capacity raised to {format_hundredths(new_max)} (>= capacity)")
+        why = "= capacity: no borrowing" if limits.no_borrowing else "(>= capacity)"
+        notes.append(f"maximum-capacity {format_hundredths(new_max)} {why}")
     values = {CAPACITY: format_hundredths(planned), MAX_CAPACITY: format_hundredths(new_max)}
     numbers = {
         "share": share,
@@ -312,14 +324,7 @@ def _lines_plan(
     push: bool,
 ) -> Plan:
     lines = {
-        q: _line(
-            q,
-            live[q],
-            shares.get(q, 0.0),
-            steps,
-            limits.bounds.get(q, NO_BOUNDS),
-            reasons.get(q, ""),
-        )
+        q: _line(q, live[q], shares.get(q, 0.0), steps, limits, reasons.get(q, ""))
         for q in sorted(live)
     }
     if not push:
@@ -415,5 +420,6 @@ def plan_outcome(
         bounds=bounds if floors is None else floors.bounds(bounds),
         max_step_h=round(max_step_pp * 100),
         min_change_h=round(min_change_pp * 100) if outcome.min_change_applies else 0,
+        no_borrowing=outcome.no_borrowing,
     )
     return percent_plan(outcome.shares, live, limits, total)

@@ -60,6 +60,11 @@ class QueueInputs:
     vcore_utilization: float
     memory_utilization: float
     completed_apps: int
+    # What the RM's REST API does not report (Fawkes' DD, TT and JS): 0 or empty in the live
+    # controller until a job history source provides them; the simulator knows them.
+    waiting_input_bytes: float = 0.0
+    completed_tasks: float = 0.0
+    slowdowns: tuple[float, ...] = ()
 
     @property
     def demand_vcores(self) -> float:
@@ -73,7 +78,9 @@ class QueueInputs:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the audit trail."""
-        return asdict(self)
+        out = asdict(self)
+        out["slowdowns"] = list(self.slowdowns)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,12 @@ class PolicyOutcome:
     state: Mapping[str, Any] | None = None  # new policy state to persist (None: keep)
     details: Mapping[str, Any] = field(default_factory=dict)
     min_change_applies: bool = True
+    # True: each queue's maximum-capacity is set to its capacity (it may not borrow idle
+    # capacity), for policies whose queues run on fixed shares (Fawkes' None baseline).
+    no_borrowing: bool = False
+    # The weights the policy considers fair now (Fawkes' ``w_i``, eq. 1), for the simulator's
+    # discrimination metric; None: the queues with demand, by their shares.
+    fair_weights: Mapping[str, float] | None = None
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -102,9 +102,16 @@ class PolicySpec:
     summary: str
     paper: str
     params: tuple[ParamSpec, ...] = field(default_factory=tuple)
-    # The queue adapter (view -> policy inputs -> outcome); None for policies that
-    # ``app.control.decide`` still adapts itself.
+    # The queue adapter (view -> policy inputs -> outcome); every queue policy sets it.
     decide: QueuePolicy | None = None
+    # The parameter a ``name:<value>`` suffix sets (``fawkes:TD`` sets ``weighting``).
+    suffix_param: str | None = None
+    # Pushes absolute resources (``[memory=..,vcores=..]``): percentage bounds have no fixed
+    # meaning then, so the configuration refuses them.
+    absolute: bool = False
+    # The fraction of the cluster a simulation reserves as equal minimum shares when the operator
+    # gives none (Fawkes' core nodes, seed 000 section 7.3); 0 for policies that need none.
+    reserved_share: float = 0.0
 
     def defaults(self) -> dict[str, Any]:
         """The parameters with their default values."""
@@ -128,12 +135,16 @@ Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
 @dataclass(frozen=True, slots=True)
 class QueueContext:
     """What the operator configured around a queue policy: validated parameters, queue weights,
-    minimum shares (fractions, from the minimum bounds) and the control interval."""
+    minimum shares (fractions, from the minimum bounds) and the control interval; and the measured
+    long-term usage ledger (``app.control.ledger``: counted vcore-seconds and debt per queue),
+    which the caller integrates from observations so every policy sees the same one."""
 
     params: Mapping[str, Any]
     weights: Mapping[str, float]
     min_shares: Mapping[str, float]
     interval_s: float
+    counted: Mapping[str, float] = field(default_factory=dict)
+    debt: Mapping[str, float] = field(default_factory=dict)
 
 
 class QueuePolicy(Protocol):

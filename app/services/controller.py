@@ -39,7 +39,7 @@ from app.control import idle, preemption
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
 from app.control.drift import differences
-from app.control.ledger import LedgerStep, integrate
+from app.control.ledger import LedgerState, LedgerStep, integrate
 from app.control.plan import Plan, plan_outcome
 from app.db import control_repo, leader_repo, repo
 from app.db.control_models import ConfigPush
@@ -48,7 +48,6 @@ from app.db.session import transaction
 from app.domain.observation import PolicyInputs
 from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
-from app.policies.ltrf import core as ltrf
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.services.policy_inputs import load_inputs, load_polls
 from app.yarn.actuator import Actuator, LiveConfig, PushResult
@@ -267,7 +266,7 @@ class Controller(LoopService):
                 baseline_row = pending
             baseline = _baseline_json(baseline_row) if baseline_row is not None else None
             idle_sources = control_repo.idle_baselines(session, ctx.cluster_id, live.parent)
-        ledger_state = ledger.state if ledger else ltrf.LtrfState.from_dict(ledger_before)
+        ledger_state = ledger.state if ledger else LedgerState.from_dict(ledger_before)
         floors = _floors(cfg, live, inputs, self.admission_floor)
         # The floors are the minimum shares the policies see (Fawkes' m_i).
         floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
@@ -306,11 +305,13 @@ class Controller(LoopService):
         cursor = control_repo.ledger_cursor(session, ctx.cluster_id)
         since = cursor if cursor is not None else now_ms - int(ctx.cfg.interval_s * 1000)
         polls = load_polls(session, ctx.cluster_id, queues, since, now_ms)
-        discount = float(ctx.cfg.params.get("discount", 1.0)) if ctx.cfg.policy == "ltrf" else 1.0
+        # Only LTRF's parameters name a discount and a lending rule; every other policy's ledger
+        # (kept for a later switch to LTRF, and shown in GET /ledger) uses the plain one.
+        discount = float(ctx.cfg.params.get("discount", 1.0))
         weights = {q: ctx.cfg.weight(q) for q in queues}
         max_gap = int(STALE_POLLS * self.poll_interval_s * 1000)
-        state = ltrf.LtrfState.from_dict(before)
-        lending = str(ctx.cfg.params.get("lending", "used")) if ctx.cfg.policy == "ltrf" else "used"
+        state = LedgerState.from_dict(before)
+        lending = str(ctx.cfg.params.get("lending", "used"))
         return integrate(state, polls, weights, discount, max_gap, lending)
 
     def _plan(

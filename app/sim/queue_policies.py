@@ -1,36 +1,41 @@
-"""Queue policies as simulator controllers over the sidecar's own policy code.
+"""The simulator's queue controller: the live controller's own tick over simulated observations
+(``docs/architecture.md``, "The tick"; seed 000 sections 4.2 and 4.3, seed 002 sections 9.4 and
+9.5).
 
-* ``fawkes:<W>`` for the nine weightings JD, DD, TD, PU, DU, RU, JS, JT, TT and the baselines
-  ``fawkes:EQ`` and ``fawkes:None`` (seed 000, sections 4.2, 4.3): ``app.policies.fawkes.step`` is
-  called directly with the full per-queue sample, because the simulator knows what the RM does
-  not report (input bytes of waiting jobs for DD, completed tasks for TT, slowdowns for JS);
-  the live controller's ``app.control.decide.run_fawkes`` sets those to 0.
-* ``ltrf``, ``mlrf`` and ``rrf`` (seed 002, sections 9.4, 9.5) go through
-  ``app.control.decide.run_policy``, the controller's decide step, with the configuration built by
-  ``app.control.config.resolve``. The LTRF ledger integrates *measured* usage per interval with
-  ``ltrf.account_usage`` and ``ltrf.entitlements``, as ``app.control.ledger`` does per poll.
+Every registered queue policy (``fawkes:<W>`` for each weighting, ``ltrf``, ``mlrf``, ``rrf``,
+``proportional``, and any later one) runs the same path as in the sidecar:
 
-Shares become CapacityScheduler capacities with maximum-capacity 100% (YARN lends idle capacity),
-except ``fawkes:None``, whose queues "run permanently on their minimum shares" (section 4.3), so
-their maximum equals their share. Inputs per queue are the runner's ``QueueObservation``s: interval
-mean of used vcores, instantaneous waiting jobs/tasks (one sample per interval).
+1. the runner's ``QueueObservation``s become the shared observation view (``PolicyInputs``), with
+   what the simulator knows and the RM does not report (input bytes of waiting jobs, completed
+   tasks, slowdowns: Fawkes' DD, TT and JS);
+2. the measured ledger advances with ``app.control.ledger.integrate`` over the interval just
+   ended (its mean used vcores), as the controller integrates its stored polls;
+3. ``app.control.decide.run_policy``: the policy's own adapter from the registry;
+4. ``app.control.plan.plan_outcome``: bounds raised to the minimum shares, step limit, minimum
+   change, capacities summing to exactly 100.00 (or RRF's absolute capacities);
+5. the plan's values become the simulated CapacityScheduler's capacities and maximum capacities.
+
+Plan limits (``PlanSettings``) default to the controller's. A policy whose spec reserves minimum
+shares (Fawkes' core nodes) gets them as the operator's minimum bounds, split equally.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.control import config, decide
+from app.control import config
 from app.control import floors as control_floors
 from app.control.budget import format_hundredths
+from app.control.decide import run_policy
+from app.control.ledger import LedgerState, Poll, integrate
 from app.control.plan import plan_outcome
-from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs
+from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs, SamplePoint
+from app.domain.outcome import PolicyOutcome
 from app.policies import registry
-from app.policies.fawkes import core as fawkes
-from app.policies.ltrf import core as ltrf
 from app.policies.rounding import capacity_hundredths
 from app.sim.runner import QueueDecision, QueueObservation
 
@@ -38,6 +43,8 @@ from app.sim.runner import QueueDecision, QueueObservation
 # shares as the sidecar would.
 MAX_STEP_PP = 10.0
 MIN_CHANGE_PP = 1.0
+# The simulator's observations are one per interval with no gaps: integrate every one.
+_NO_GAP_LIMIT_MS = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,76 +56,32 @@ class PlanSettings:
     min_change_pp: float = MIN_CHANGE_PP
 
 
-# Every registered queue policy but Fawkes (which the simulator feeds its richer samples) runs
-# through the controller's own decide step.
-CONTROLLER_POLICIES = tuple(n for n in registry.names("queue") if n != "fawkes")
-
-
-def fawkes_names() -> list[str]:
-    """``fawkes:<weighting>`` for every weighting of the policy module."""
-    return [f"fawkes:{w}" for w in fawkes.WEIGHTINGS]
-
-
 def queue_policy_names() -> list[str]:
-    """Every queue policy the simulator can run."""
-    return [*fawkes_names(), *CONTROLLER_POLICIES]
+    """Every queue policy the simulator can run: each registered one, a policy with a suffix
+    parameter once per choice (``fawkes:TD``)."""
+    out: list[str] = []
+    for name in registry.names("queue"):
+        spec = registry.lookup(name)
+        suffix = next((p for p in spec.params if p.name == spec.suffix_param), None)
+        if suffix is not None and suffix.choices:
+            out.extend(f"{name}:{choice}" for choice in suffix.choices)
+        else:
+            out.append(name)
+    return out
 
 
-def default_min_shares(queues: Sequence[str]) -> dict[str, float]:
-    """Half the cluster reserved as equal minimum shares (Fawkes' core nodes, section 7.3 gives
-    each of three clusters 10 of 48 nodes, about 0.2)."""
-    return {q: 0.5 / len(queues) for q in queues} if queues else {}
-
-
-class FawkesController:
-    """``fawkes.step`` every ``interval_s`` with the simulator's samples."""
-
-    def __init__(
-        self,
-        weighting: str,
-        queues: Sequence[str],
-        params: Mapping[str, Any] | None = None,
-        min_shares: Mapping[str, float] | None = None,
-    ) -> None:
-        values = {**(params or {}), "weighting": weighting}
-        mins = dict(min_shares) if min_shares is not None else default_min_shares(queues)
-        self.params = fawkes.FawkesParams.from_values(values, min_shares=mins)
-        self.name = f"fawkes:{weighting}"
-        self.interval_s = self.params.interval_s
-        self.state = fawkes.FawkesState()
-        self.last: fawkes.FawkesDecision | None = None
-
-    def decide(
-        self, now: float, observed: Mapping[str, QueueObservation], capacity: int
-    ) -> QueueDecision:
-        """One Fawkes tick."""
-        tick = fawkes.FawkesTick(now, {q: _sample(o) for q, o in observed.items()})
-        decision, self.state = fawkes.step(self.state, tick, self.params)
-        self.last = decision
-        shares = dict(decision.shares)
-        static = self.params.weighting == "None"
-        maxes = {q: (s if static else 1.0) for q, s in shares.items()}
-        return QueueDecision(shares, maxes, dict(decision.weights))
-
-
-def _sample(o: QueueObservation) -> fawkes.QueueSample:
-    return fawkes.QueueSample(
-        waiting_jobs=float(o.waiting_jobs),
-        waiting_tasks=o.waiting_tasks,
-        waiting_input_bytes=o.waiting_input_bytes,
-        running_jobs=float(o.running_jobs),
-        used_fraction=min(1.0, o.used_fraction),
-        vcore_utilization=o.utilization,
-        # One container size for every job: memory use is proportional to vcore use.
-        memory_utilization=o.utilization,
-        completed_jobs=float(o.completed_jobs),
-        completed_tasks=float(o.completed_tasks),
-        slowdowns=o.slowdowns,
-    )
+def reserved_bounds(policy: str, queues: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Minimum bounds (percent) splitting the policy's reserved share equally, rounded down to
+    hundredths so they never sum above it; none when the policy reserves nothing."""
+    share = registry.lookup(policy).reserved_share
+    if share <= 0 or not queues:
+        return {}
+    each = math.floor(share / len(queues) * 10000) / 100
+    return {q: {"min": each} for q in queues}
 
 
 class ControllerPolicy:
-    """LTRF, MLRF or RRF through the live controller's ``decide.run_policy``."""
+    """One registered queue policy through the controller's decide and plan steps."""
 
     def __init__(
         self,
@@ -130,12 +93,14 @@ class ControllerPolicy:
         container_mb: int = 1024,
         max_step_pp: float = MAX_STEP_PP,
         min_change_pp: float = MIN_CHANGE_PP,
+        bounds: Mapping[str, Any] | None = None,
     ) -> None:
+        self.queues = sorted(queues)
         self.cfg = config.resolve(
             policy=policy,
             params=dict(params or {}),
             mode="enforce",
-            bounds={},
+            bounds=dict(bounds) if bounds is not None else reserved_bounds(policy, self.queues),
             weights=dict(weights or {}),
             max_step_pp=max_step_pp,
             min_change_pp=min_change_pp,
@@ -145,10 +110,10 @@ class ControllerPolicy:
         )
         self.name = self.cfg.policy
         self.interval_s = interval_s
-        self.queues = list(queues)
         self.container_mb = container_mb
-        self.ledger = ltrf.LtrfState()
-        self._entitled: dict[str, float] = {}
+        self.ledger = LedgerState()
+        self.state: Mapping[str, Any] = {}
+        self.last: PolicyOutcome | None = None
         self._last_t: float | None = None
         # What the simulated CapacityScheduler holds: equal capacities summing to exactly 100 until
         # the first plan is applied, as the live queues hold before the controller's first push.
@@ -161,19 +126,31 @@ class ControllerPolicy:
     def decide(
         self, now: float, observed: Mapping[str, QueueObservation], capacity: int
     ) -> QueueDecision:
-        """Integrate the interval's measured usage, then run the controller's decide step."""
-        self._account(now, observed, capacity)
-        inputs = self._inputs(now, observed, capacity)
-        outcome = decide.run_policy(self.cfg, inputs, self.queues, {}, self.ledger)
-        total = {"vcores": float(capacity), "memory": float(capacity) * self.container_mb}
+        """Advance the ledger over the interval just ended, then decide and plan as the
+        controller does, and apply the plan to the simulated scheduler."""
+        mb = float(self.container_mb)
+        total = ClusterTotals(float(capacity), float(capacity) * mb)
+        self._account(now, observed, total)
+        inputs = PolicyInputs(
+            now_ms=int(now * 1000),
+            window_start_ms=int((now - self.interval_s) * 1000),
+            interval_s=self.interval_s,
+            total=total,
+            queues={q: _queue_inputs(observed.get(q), mb) for q in self.queues},
+        )
+        outcome = run_policy(self.cfg, inputs, self.queues, self.state, self.ledger)
+        if outcome.state is not None:
+            self.state = outcome.state
+        self.last = outcome
+        cluster = {"vcores": total.vcores, "memory": total.memory_mb}
         # The controller's minimum shares, with the simulated container as the scheduler's
         # minimum allocation: a what-if starves no queue the live controller would not.
         floors = control_floors.compute(
-            sorted(self.live),
+            self.queues,
             self.cfg.floors,
             control_floors.Amount(1, self.container_mb),
             "simulated container",
-            control_floors.Amount(total["vcores"], total["memory"]),
+            control_floors.Amount(total.vcores, total.memory_mb),
             self.cfg.bounds,
         )
         step = plan_outcome(
@@ -182,49 +159,51 @@ class ControllerPolicy:
             bounds=self.cfg.bounds,
             max_step_pp=self.cfg.max_step_pp,
             min_change_pp=self.cfg.min_change_pp,
-            total=total,
+            total=cluster,
             floors=floors,
         )
         if step.push:
             self.live = step.expected()
-        shares = self._shares(capacity)
-        weights = {q: self.cfg.weight(q) for q in self.queues}
-        self._entitled = ltrf.entitlements(weights, self._members(observed), float(capacity))
-        active = {q: s for q, s in shares.items() if _busy(observed.get(q))}
-        return QueueDecision(shares, {q: 1.0 for q in shares}, active)
+        shares = self._fractions("capacity", capacity)
+        maxes = self._fractions("maximum-capacity", capacity)
+        if outcome.fair_weights is not None:
+            fair = dict(outcome.fair_weights)
+        else:
+            fair = {q: s for q, s in shares.items() if _busy(observed.get(q))}
+        return QueueDecision(shares, maxes, fair)
 
-    def _members(self, observed: Mapping[str, QueueObservation]) -> list[str]:
-        return [
-            q for q in self.queues if _busy(observed.get(q)) or self.ledger.counted.get(q, 0.0) > 0
-        ]
-
-    def _account(self, now: float, observed: Mapping[str, QueueObservation], capacity: int) -> None:
+    def _account(
+        self, now: float, observed: Mapping[str, QueueObservation], total: ClusterTotals
+    ) -> None:
+        """The interval's mean usage held over ``[last, now)``: one rectangle of
+        ``app.control.ledger.integrate``."""
         if self._last_t is not None and now > self._last_t:
-            used = {q: observed[q].used_vcores if q in observed else 0.0 for q in self.queues}
+            points = {
+                q: SamplePoint(
+                    taken_ms=int(self._last_t * 1000),
+                    used_vcores=o.used_vcores,
+                    pending_vcores=max(0.0, o.demand_vcores - o.used_vcores),
+                )
+                for q, o in observed.items()
+                if q in self.queues
+            }
+            polls = [
+                Poll(int(self._last_t * 1000), total, points),
+                Poll(int(now * 1000), total, {}),
+            ]
+            weights = {q: self.cfg.weight(q) for q in self.queues}
             discount = float(self.cfg.params.get("discount", 1.0))
-            self.ledger = ltrf.account_usage(
-                self.ledger, used, self._entitled, now - self._last_t, discount
-            )
+            lending = str(self.cfg.params.get("lending", "used"))
+            step = integrate(self.ledger, polls, weights, discount, _NO_GAP_LIMIT_MS, lending)
+            if step is not None:
+                self.ledger = step.state
         self._last_t = now
 
-    def _inputs(
-        self, now: float, observed: Mapping[str, QueueObservation], capacity: int
-    ) -> PolicyInputs:
-        mb = float(self.container_mb)
-        queues = {q: _queue_inputs(observed.get(q), mb) for q in self.queues}
-        return PolicyInputs(
-            now_ms=int(now * 1000),
-            window_start_ms=int((now - self.interval_s) * 1000),
-            interval_s=self.interval_s,
-            total=ClusterTotals(float(capacity), float(capacity) * mb),
-            queues=queues,
-        )
-
-    def _shares(self, capacity: int) -> dict[str, float]:
-        """The capacities the simulated scheduler holds, as fractions of the cluster."""
+    def _fractions(self, key: str, capacity: int) -> dict[str, float]:
+        """A value the simulated scheduler holds per queue, as a fraction of the cluster."""
         out = {}
         for q, values in self.live.items():
-            value = values["capacity"]
+            value = values.get(key, "100.00")
             out[q] = _vcores(value) / capacity if value.startswith("[") else float(value) / 100
         return out
 
@@ -259,8 +238,12 @@ def _queue_inputs(o: QueueObservation | None, mb: float) -> QueueInputs:
         running_apps=float(o.running_jobs),
         used_fraction=o.used_fraction,
         vcore_utilization=o.utilization,
+        # One container size for every job: memory use is proportional to vcore use.
         memory_utilization=o.utilization,
         completed_apps=o.completed_jobs,
+        waiting_input_bytes=o.waiting_input_bytes,
+        completed_tasks=float(o.completed_tasks),
+        slowdowns=o.slowdowns,
     )
 
 
@@ -272,20 +255,18 @@ def make_queue_policy(
     interval_s: float = 60.0,
     container_mb: int = 1024,
     plan: PlanSettings | None = None,
-) -> FawkesController | ControllerPolicy:
+) -> ControllerPolicy:
     """The controller named ``name`` (``queue_policy_names()``) for ``queues``."""
-    if name.startswith("fawkes:"):
-        values = {"interval_s": interval_s, **(params or {})}
-        return FawkesController(name.split(":", 1)[1], queues, values)
-    if name in CONTROLLER_POLICIES:
-        limits = plan or PlanSettings()
-        return ControllerPolicy(
-            name,
-            queues,
-            params,
-            interval_s=interval_s,
-            container_mb=container_mb,
-            max_step_pp=limits.max_step_pp,
-            min_change_pp=limits.min_change_pp,
-        )
-    raise ValueError(f"unknown queue policy {name!r}; use one of {', '.join(queue_policy_names())}")
+    if name not in queue_policy_names():
+        known = ", ".join(queue_policy_names())
+        raise ValueError(f"unknown queue policy {name!r}; use one of {known}")
+    limits = plan or PlanSettings()
+    return ControllerPolicy(
+        name,
+        queues,
+        params,
+        interval_s=interval_s,
+        container_mb=container_mb,
+        max_step_pp=limits.max_step_pp,
+        min_change_pp=limits.min_change_pp,
+    )

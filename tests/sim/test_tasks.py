@@ -178,13 +178,20 @@ def test_cli_runs_the_task_model(tmp_path: Path) -> None:
 
 
 def test_queue_maximum_share_holds_in_task_mode() -> None:
-    # Fawkes' None keeps each of the two queues at its 0.25 minimum share as maximum (seed 000,
-    # 4.3): the task scheduler must not hand a queue containers beyond it.
+    # Fawkes' None: queues may not borrow (maximum-capacity = capacity), and each of the two keeps
+    # its minimum bound of 25 %, so neither ever holds more than 75 % of the cluster; under EQ a
+    # queue alone borrows beyond that. The task scheduler must honour the maximum.
     jobs = trace.synthetic(trace.SyntheticSpec(jobs=200, mean_interarrival_s=5.0), 4)
     none = experiment.run_policy("fawkes:None", jobs, ClusterSpec(100), model="tasks")
     eq = experiment.run_policy("fawkes:EQ", jobs, ClusterSpec(100), model="tasks")
-    assert max(none.series.utilization) <= 0.5 + 1e-9
-    assert max(eq.series.utilization) > 0.5
+    # (Before the first control tick the queues hold the initial 50/50 with maximum 100, as live
+    # queues do before the controller's first push; tasks started then run to completion.)
+    def over(r: SimResult) -> int:
+        settled = [k for k, t in enumerate(r.series.t) if t > 2 * r.series.control_t[0]]
+        return sum(1 for k in settled for u in r.series.queue_used.values() if u[k] > 0.75 + 1e-9)
+
+    assert over(none) == 0
+    assert over(eq) > 0
     assert all(run.end_s is not None for run in none.runs)
 
 

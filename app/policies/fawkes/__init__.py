@@ -1,5 +1,13 @@
-"""The fawkes policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""
+"""The fawkes policy family: ``core`` (the algorithm), ``queue`` (its controller adapter) and
+``scenario`` (its playground reader)."""
 
-from app.policies.fawkes.core import REGISTRY
+from dataclasses import replace
+
+from app.policies.base import PolicySpec
+from app.policies.fawkes import core, queue
+
+REGISTRY: tuple[PolicySpec, ...] = (
+    replace(core.REGISTRY[0], decide=queue.decide, suffix_param="weighting", reserved_share=0.5),
+)
 
 __all__ = ["REGISTRY"]

@@ -1,5 +1,11 @@
-"""The rrf policy family: ``core`` (the algorithm), ``scenario`` (playground reader)."""
+"""The rrf policy family: ``core`` (the algorithm), ``queue`` (its controller adapter) and
+``scenario`` (its playground reader)."""
 
-from app.policies.rrf.core import REGISTRY
+from dataclasses import replace
+
+from app.policies.base import PolicySpec
+from app.policies.rrf import core, queue
+
+REGISTRY: tuple[PolicySpec, ...] = (replace(core.REGISTRY[0], decide=queue.decide, absolute=True),)
 
 __all__ = ["REGISTRY"]

@@ -101,6 +101,32 @@ def test_maximum_capacity_is_raised_to_fit_the_capacity() -> None:
     assert plan.changes()["root.b"] == {"capacity": "50.00", "maximum-capacity": "100.00"}
 
 
+def test_no_borrowing_sets_maximum_capacity_to_capacity_even_without_a_capacity_change() -> None:
+    # a policy whose queues run on fixed shares (Fawkes' None): maximum-capacity follows capacity,
+    # down as well as up, and is pushed even when the capacities themselves stay
+    moved = percent_plan(
+        {"root.a": 0.3, "root.b": 0.7},
+        live(a=("40", "100"), b=("60", "100")),
+        Limits(max_step_h=1000, min_change_h=100, no_borrowing=True),
+    )
+    assert moved.changes()["root.a"] == {"capacity": "30.00", "maximum-capacity": "30.00"}
+    assert moved.changes()["root.b"] == {"capacity": "70.00", "maximum-capacity": "70.00"}
+    kept = percent_plan(
+        {"root.a": 0.4, "root.b": 0.6},
+        live(a=("40", "100"), b=("60", "60")),
+        Limits(max_step_h=1000, min_change_h=100, no_borrowing=True),
+    )
+    assert kept.push and kept.changes() == {
+        "root.a": {"capacity": "40.00", "maximum-capacity": "40.00"}
+    }
+    settled = percent_plan(
+        {"root.a": 0.4, "root.b": 0.6},
+        live(a=("40", "40"), b=("60", "60")),
+        Limits(max_step_h=1000, min_change_h=100, no_borrowing=True),
+    )
+    assert not settled.push
+
+
 def test_step_limit_is_waived_when_live_does_not_sum_to_100() -> None:
     # live 33.33 x 3 = 99.99: a fraction of the way would not sum to 100, so the target is used
     plan = percent_plan(
