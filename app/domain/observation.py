@@ -11,7 +11,8 @@ Decisions where the docs are silent:
   ``max(used vcores / cluster vcores, used MB / cluster MB)``, capped at 1, then averaged; this is
   how the CapacityScheduler's DominantResourceCalculator measures it.
 * Utilisation of the queue's own capacity (``PU``, ``DU``) divides the averaged used vcores (MB) by
-  the vcores (MB) of its average absolute capacity; a queue with capacity 0 reports 0.
+  the vcores (MB) of its average absolute capacity, capped at 1 (a queue borrowing beyond its
+  capacity uses all of it; the simulator measures it the same way); capacity 0 reports 0.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def average(points: Sequence[SamplePoint], total: ClusterTotals, completed: int)
         pending_apps=_mean([p.pending_apps for p in points]),
         running_apps=_mean([p.running_apps for p in points]),
         used_fraction=_mean([dominant_share(p, total) for p in points]),
-        vcore_utilization=used_v / cap_v if cap_v > 0 else 0.0,
-        memory_utilization=used_m / cap_m if cap_m > 0 else 0.0,
+        vcore_utilization=min(1.0, used_v / cap_v) if cap_v > 0 else 0.0,
+        memory_utilization=min(1.0, used_m / cap_m) if cap_m > 0 else 0.0,
         completed_apps=completed,
     )
 

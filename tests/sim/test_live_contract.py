@@ -7,14 +7,16 @@ RM on a real database; the simulator side feeds the same interval means to
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from app.policies.fawkes import core as fawkes_core
 from app.sim.queue_policies import ControllerPolicy
 from app.sim.runner import QueueObservation
 from tests.conftest import Db
-from tests.unit.control.fakes import two_queues
+from tests.unit.control.fakes import FakeRM, two_queues
 from tests.unit.services.test_controller import capacities, config, controller, polls
 
 CAPACITY = 8  # the fake RM's one node: 8 vcores, 8192 MB; containers of 1024 MB
@@ -29,7 +31,10 @@ SEQUENCE: list[dict[str, tuple[int, int, int]]] = [
 ]
 
 
-def _observation(used: int, pending: int, apps: int) -> QueueObservation:
+def _observation(used: int, pending: int, apps: int, capacity: str) -> QueueObservation:
+    # what the live view reads from the same polls: the RM reports no input bytes, completed
+    # tasks or slowdowns, and utilisation is of the capacity the queue holds (capped at 1)
+    guaranteed = _fraction(capacity) * CAPACITY
     return QueueObservation(
         waiting_jobs=0,
         waiting_tasks=float(pending),
@@ -37,7 +42,7 @@ def _observation(used: int, pending: int, apps: int) -> QueueObservation:
         running_jobs=apps,
         used_vcores=float(used),
         used_fraction=used / CAPACITY,
-        utilization=min(1.0, used / CAPACITY),
+        utilization=min(1.0, used / guaranteed) if guaranteed > 0 else 0.0,
         completed_jobs=0,
         completed_tasks=0,
         demand_vcores=float(used + pending),
@@ -45,27 +50,65 @@ def _observation(used: int, pending: int, apps: int) -> QueueObservation:
     )
 
 
+def _fraction(capacity: str) -> float:
+    if capacity.startswith("["):
+        return int(capacity.split("vcores=")[1].rstrip("]")) / CAPACITY
+    return float(capacity) / 100
+
+
+FAWKES = [(f"fawkes:{w}", {}) for w in fawkes_core.WEIGHTINGS]
+# Fawkes' minimum shares are the operator's minimum bounds, given to both sides alike.
+MINIMUMS = {"root.a": {"min": 20}, "root.b": {"min": 20}}
+
+
 @pytest.mark.parametrize(
     ("policy", "params"),
     [
         ("mlrf", {}),
         ("ltrf", {}),
+        ("ltrf", {"discount": 0.5, "lending": "entitlement"}),
         ("proportional", {"floor": 0.1}),
+        ("rrf", {}),
+        ("rrf", {"algorithm": "wdrf"}),
+        *FAWKES,
     ],
 )
 async def test_same_observations_same_pushes(db: Db, policy: str, params: dict[str, Any]) -> None:
     rm = two_queues()
-    live = controller(db, rm, config(policy=policy, params=params))
-    sim = ControllerPolicy(policy, ["root.a", "root.b"], params, interval_s=60.0)
+    # the scheduler's minimum allocation (the queues' floor) is the simulated container
+    rm.settings = replace(rm.settings, min_allocation_mb=1024)
+    bounds = MINIMUMS if policy.startswith("fawkes") else {}
+    live = controller(db, rm, config(policy=policy, params=params, bounds=bounds))
+    sim = ControllerPolicy(policy, ["root.a", "root.b"], params, interval_s=60.0, bounds=bounds)
+    pushed = 0
     for k, tick in enumerate(SEQUENCE, start=1):
         now_s = 60 * k
         stored = {q: {"used": u, "pending": p, "apps": n} for q, (u, p, n) in tick.items()}
+        holding = {q: v["capacity"] for q, v in sim.live.items()}
         polls(db, rm, now_s - 50, now_s, **stored)
-        await live.control(now_s * 1000)
-        observed = {f"root.{q}": _observation(*values) for q, values in tick.items()}
+        report = await live.control(now_s * 1000)
+        pushed += report.status == "pushed"
+        observed = {
+            f"root.{q}": _observation(*values, holding[f"root.{q}"]) for q, values in tick.items()
+        }
         sim.decide(float(now_s), observed, CAPACITY)
         simulated = {q: v["capacity"] for q, v in sim.live.items()}
         assert _same(capacities(rm), simulated), (k, capacities(rm), simulated)
+        assert _maxima(rm) == _maxima_of(sim.live), (k, _maxima(rm), sim.live)
+    # a contract over sequences where nothing moves would hold vacuously
+    assert pushed > 0
+
+
+def _maxima(rm: FakeRM) -> dict[str, str]:
+    return _maxima_of(rm.conf)
+
+
+def _maxima_of(values: dict[str, dict[str, str]]) -> dict[str, str]:
+    out = {}
+    for q, v in values.items():
+        m = v.get("maximum-capacity", "100")
+        out[q] = m if m.startswith("[") else f"{float(m):.2f}"
+    return out
 
 
 def _same(live: dict[str, str], simulated: dict[str, str]) -> bool:

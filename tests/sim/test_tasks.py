@@ -184,10 +184,10 @@ def test_queue_maximum_share_holds_in_task_mode() -> None:
     jobs = trace.synthetic(trace.SyntheticSpec(jobs=200, mean_interarrival_s=5.0), 4)
     none = experiment.run_policy("fawkes:None", jobs, ClusterSpec(100), model="tasks")
     eq = experiment.run_policy("fawkes:EQ", jobs, ClusterSpec(100), model="tasks")
-    # (Before the first control tick the queues hold the initial 50/50 with maximum 100, as live
-    # queues do before the controller's first push; tasks started then run to completion.)
+    # (Until the first push, one tick after the first demand, the queues hold the initial 50/50
+    # with maximum 100, as live queues do before the controller's first push.)
     def over(r: SimResult) -> int:
-        settled = [k for k, t in enumerate(r.series.t) if t > 2 * r.series.control_t[0]]
+        settled = [k for k, t in enumerate(r.series.t) if t > r.series.control_t[2]]
         return sum(1 for k in settled for u in r.series.queue_used.values() if u[k] > 0.75 + 1e-9)
 
     assert over(none) == 0

@@ -3,6 +3,7 @@ children of ``root`` in percentage mode, a configuration version, and failure sw
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from app.domain.model import QueueState, SchedulerSettings
@@ -44,8 +45,8 @@ class FakeRM:
         """The queue tree as ``/scheduler`` maps it (root first)."""
         out = [queue("root", capacity=100, leaf=False)]
         for path, values in sorted(self.conf.items()):
-            q = queue(path, capacity=float(values["capacity"]))
-            out.append(_with_max(q, float(values.get("maximum-capacity", "100"))))
+            q = queue(path, capacity=_percent(values["capacity"]))
+            out.append(_with_max(q, _percent(values.get("maximum-capacity", "100"))))
         return tuple(out)
 
     async def scheduler_conf(self) -> dict[str, str]:
@@ -66,6 +67,14 @@ class FakeRM:
             if q not in merged:
                 raise RMRejected(400, f"Failed to re-init queues : Queue {q} not found")
             merged[q].update(params)
+        absolute = [v["capacity"].startswith("[") for v in merged.values()]
+        if any(absolute):
+            if not all(absolute):
+                raise RMRejected(400, "Failed to re-init queues : mixed capacity modes")
+            vcores = sum(_vcores(v["capacity"]) for v in merged.values())
+            if vcores > CLUSTER_VCORES:
+                raise RMRejected(400, f"Failed to re-init queues : {vcores} vcores > cluster")
+            return merged
         total = sum(float(v["capacity"]) for v in merged.values())
         if abs(total - 100) > 1e-6:
             raise RMRejected(
@@ -107,6 +116,22 @@ class FakeRM:
         for q, params in values.items():
             self.conf[q].update(params)
         self.version += 1
+
+
+# The one NodeManager the controller tests record (``record_poll``): 8 vcores, 8192 MB.
+CLUSTER_VCORES = 8
+
+
+def _vcores(absolute: str) -> int:
+    match = re.search(r"vcores=(\d+)", absolute)
+    assert match is not None, absolute
+    return int(match.group(1))
+
+
+def _percent(value: str) -> float:
+    """A capacity as the percentage ``/scheduler`` reports: an absolute ``[memory=..,vcores=..]``
+    as its share of the cluster's vcores."""
+    return _vcores(value) / CLUSTER_VCORES * 100 if value.startswith("[") else float(value)
 
 
 def _with_max(q: QueueState, max_capacity: float) -> QueueState:
