@@ -56,8 +56,7 @@ from app.control.budget import (
 from app.control.drift import QueueValues, normalise
 from app.control.floors import Floors, lift_amounts
 from app.domain.outcome import PolicyOutcome
-from app.policies.rounding import capacity_hundredths
-from app.policies.rrf import core as rrf
+from app.policies.rounding import absolute_capacities, capacity_hundredths
 
 CAPACITY = "capacity"
 MAX_CAPACITY = "maximum-capacity"
@@ -359,7 +358,7 @@ def absolute_plan(
     ``alloc`` and ``cluster`` are ``{"vcores": n, "memory": MB}``; ``max_step`` and
     ``min_change`` are fractions of the cluster per resource. Every queue moves the same fraction
     of its way (as ``budget.limit_step``); whole vcores and MB by largest remainder
-    (``rrf.yarn_absolute_capacities``), so a step can exceed the limit by that one unit.
+    (``rounding.absolute_capacities``), so a step can exceed the limit by that one unit.
     """
     queues = sorted(live)
     if not queues or any(cluster[r] <= 0 for r in RESOURCES):
@@ -370,17 +369,16 @@ def absolute_plan(
     biggest = max(moves, default=0.0)
     fraction = 1.0 if biggest <= max_step else max_step / biggest
     exact = {
-        q: rrf.Res(*(now[q][r] + fraction * (want[q][r] - now[q][r]) for r in RESOURCES))
-        for q in queues
+        q: {r: now[q][r] + fraction * (want[q][r] - now[q][r]) for r in RESOURCES} for q in queues
     }
-    strings = rrf.yarn_absolute_capacities(exact)
+    strings = absolute_capacities({q: (e["vcores"], e["memory"]) for q, e in exact.items()})
     top = f"[memory={int(cluster['memory'])},vcores={int(cluster['vcores'])}]"
     lines = {
         q: QueueLine(
             q,
             dict(live[q]),
             {CAPACITY: strings[q], MAX_CAPACITY: top},
-            {"live": now[q], "target": want[q], "planned": exact[q].as_dict()},
+            {"live": now[q], "target": want[q], "planned": exact[q]},
             (f"moved {fraction:.4f} of the way to RRF's allocation",),
         )
         for q in queues

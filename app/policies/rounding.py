@@ -117,3 +117,21 @@ def capacity_percentages(
 ) -> dict[str, float]:
     """Capacities in percent with two decimals (``capacity_hundredths`` divided by 100)."""
     return {name: h / 100 for name, h in capacity_hundredths(shares, min_percent).items()}
+
+
+def _largest_remainder(values: Mapping[str, float]) -> dict[str, int]:
+    target = math.floor(sum(values.values()) + 1e-9)
+    floors = {n: math.floor(v + 1e-9) for n, v in values.items()}
+    order = sorted(values, key=lambda n: (-(values[n] - floors[n]), n))
+    for name in order[: max(target - sum(floors.values()), 0)]:
+        floors[name] += 1
+    return floors
+
+
+def absolute_capacities(amounts: Mapping[str, tuple[float, float]]) -> dict[str, str]:
+    """CapacityScheduler absolute resources ``[memory=MB,vcores=N]`` from ``(vcores, MB)`` per
+    queue: whole vcores and MB, each resource by largest remainder so the queues' total is the
+    floor of the exact total (ties to the name that sorts first)."""
+    memory = _largest_remainder({n: mb for n, (_, mb) in amounts.items()})
+    vcores = _largest_remainder({n: v for n, (v, _) in amounts.items()})
+    return {n: f"[memory={memory[n]},vcores={vcores[n]}]" for n in amounts}

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.rounding import absolute_capacities
 
 RESOURCES: tuple[str, str] = ("vcores", "memory")
 ALGORITHMS: tuple[str, ...] = ("rrf", "tshirt", "wmmf", "wdrf")
@@ -423,28 +424,20 @@ def iwa(
 # ---------------------------------------------------------------- YARN capacities
 
 
-def _largest_remainder(values: Mapping[str, float]) -> dict[str, int]:
-    target = math.floor(sum(values.values()) + 1e-9)
-    floors = {n: math.floor(v + 1e-9) for n, v in values.items()}
-    order = sorted(values, key=lambda n: (-(values[n] - floors[n]), n))
-    for name in order[: max(target - sum(floors.values()), 0)]:
-        floors[name] += 1
-    return floors
-
-
 def yarn_absolute_capacities(
     alloc: Mapping[str, Res], memory_mb_per_unit: float = 1.0
 ) -> dict[str, str]:
-    """CapacityScheduler absolute resources per queue, ``[memory=MB,vcores=N]``, integers.
+    """CapacityScheduler absolute resources per queue, ``[memory=MB,vcores=N]``, integers
+    (``app.policies.rounding.absolute_capacities``).
 
     ``memory_mb_per_unit`` converts the allocation's memory unit to MB (1 when it is MB already,
     1024 for GB as in Table 9.3).
     """
     if not math.isfinite(memory_mb_per_unit) or memory_mb_per_unit <= 0:
         raise PolicyError("memory_mb_per_unit", f"must be > 0, got {memory_mb_per_unit}")
-    memory = _largest_remainder({n: a.memory * memory_mb_per_unit for n, a in alloc.items()})
-    vcores = _largest_remainder({n: a.vcores for n, a in alloc.items()})
-    return {n: f"[memory={memory[n]},vcores={vcores[n]}]" for n in alloc}
+    return absolute_capacities(
+        {n: (a.vcores, a.memory * memory_mb_per_unit) for n, a in alloc.items()}
+    )
 
 
 def queue_capacities(
