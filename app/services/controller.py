@@ -28,82 +28,34 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.control import config as control_config
 from app.control import floors as control_floors
-from app.control import idle, preemption
+from app.control import idle
+from app.control import tick as control_tick
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
-from app.control.drift import differences
 from app.control.ledger import LedgerState, LedgerStep, integrate
 from app.control.plan import Plan, plan_outcome
-from app.db import control_repo, leader_repo, repo
-from app.db.control_models import ConfigPush
+from app.control.tick import Context, TickReport, Work
+from app.db import control_repo, control_rows, leader_repo, repo
 from app.db.models import Decision
 from app.db.session import transaction
+from app.domain.live import LiveConfig, PushResult
 from app.domain.observation import PolicyInputs
 from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.services.policy_inputs import load_inputs, load_polls
-from app.yarn.actuator import Actuator, LiveConfig, PushResult
+from app.yarn.actuator import Actuator
 from app.yarn.errors import RMError
 
-KIND = "queue"
 LEDGER_STATE = "ltrf-ledger"
 STALE_POLLS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a tick knows before asking the RM: cluster, configuration, freshness of the data."""
-
-    cluster_id: int
-    cfg: ControlConfig
-    source: str
-    last_good_poll_ms: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Work:
-    """Everything a tick computed; nothing of it is stored yet (``preview`` stops here)."""
-
-    ctx: Context
-    now_ms: int
-    live: LiveConfig
-    inputs: PolicyInputs
-    outcome: PolicyOutcome
-    plan: Plan
-    ledger: LedgerStep | None
-    ledger_before: Mapping[str, Any]
-    state_before: Mapping[str, Any]
-    drift: Mapping[str, Any]
-    baseline: Mapping[str, Any] | None
-    settle: tuple[int, str] | None = None
-    pending_id: int | None = None
-    floors: control_floors.Floors | None = None
-    # The decision written ahead with the push (status ``pushing``), completed by ``_commit``.
-    pending_decision_id: int | None = None
-
-    @property
-    def drift_blocks(self) -> bool:
-        """Drift is never overwritten silently: only with ``allow_drift_overwrite``."""
-        return bool(self.drift) and not self.ctx.cfg.allow_drift_overwrite
-
-
-@dataclass(frozen=True, slots=True)
-class TickReport:
-    """What one tick did (returned to tests and the CLI)."""
-
-    status: str
-    reason: str
-    decision_id: int | None = None
-    pushed: Mapping[str, Mapping[str, str]] | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Controller(LoopService):
@@ -156,7 +108,7 @@ class Controller(LoopService):
         cfg, source = self.defaults, "settings"
         if row is not None:
             try:
-                cfg = control_config.overlay(self.defaults, stored_changes(row))
+                cfg = control_config.overlay(self.defaults, control_rows.stored_changes(row))
                 source = "operator"
             except PolicyError:
                 # A stored override no longer valid (e.g. a policy renamed): settings win.
@@ -180,7 +132,9 @@ class Controller(LoopService):
             cfg = control_config.overlay(ctx.cfg, changes)
             control_repo.save_control_config(session, ctx.cluster_id, cfg.to_dict(), now_ms)
             if live is not None:
-                control_repo.add_push(session, _baseline_row(ctx.cluster_id, live, now_ms))
+                control_repo.add_push(
+                    session, control_rows.baseline_row(ctx.cluster_id, live, now_ms)
+                )
             reason = "operator changed " + ", ".join(sorted(changes) or ["nothing"])
             if live is not None:
                 reason += "; live configuration accepted as the drift baseline"
@@ -221,7 +175,7 @@ class Controller(LoopService):
                 return await self._record_skip(ctx, now_ms, "rm_error", exc.message)
             except PolicyError as exc:
                 return await self._record_skip(ctx, now_ms, "policy_error", str(exc))
-            if pushes(work):
+            if control_tick.pushes(work):
                 # Write-ahead: were the process to die between the PUT and the commit, the next
                 # tick finds this push and its decision, and settles both from what the RM holds.
                 try:
@@ -261,13 +215,15 @@ class Controller(LoopService):
             state = control_repo.load_policy_state(session, ctx.cluster_id, cfg.policy)
             baseline_row = control_repo.last_baseline(session, ctx.cluster_id, live.parent)
             pending = control_repo.last_pending(session, ctx.cluster_id, live.parent, baseline_row)
-            settle = settle_pending(pending, live) if pending is not None else None
+            settle = control_tick.settle_pending(pending, live) if pending is not None else None
             if settle is not None and settle[1] == "applied":
                 baseline_row = pending
-            baseline = _baseline_json(baseline_row) if baseline_row is not None else None
+            baseline = (
+                control_rows.baseline_json(baseline_row) if baseline_row is not None else None
+            )
             idle_sources = control_repo.idle_baselines(session, ctx.cluster_id, live.parent)
         ledger_state = ledger.state if ledger else LedgerState.from_dict(ledger_before)
-        floors = _floors(cfg, live, inputs, self.admission_floor)
+        floors = control_tick.floors(cfg, live, inputs, self.admission_floor)
         # The floors are the minimum shares the policies see (Fawkes' m_i).
         floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
         outcome = run_policy(floored, inputs, queues, state, ledger_state)
@@ -277,7 +233,7 @@ class Controller(LoopService):
                 cluster = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
                 outcome = idle.toward_baseline(outcome, percents, source, cluster)
         plan = self._plan(cfg, outcome, live, inputs, floors)
-        drift = _drift(baseline, live)
+        drift = control_tick.drift(baseline, live)
         return Work(
             ctx,
             now_ms,
@@ -333,7 +289,7 @@ class Controller(LoopService):
         )
 
     async def _actuate(self, work: Work) -> PushResult | None:
-        if not pushes(work):
+        if not control_tick.pushes(work):
             return None
         return await self.actuator.push(
             work.ctx.cfg.managed_parent,
@@ -347,9 +303,11 @@ class Controller(LoopService):
         ``_commit`` completes both, or a later tick settles them from the RM's state."""
         with transaction(self.sessions) as session:
             leader_repo.check_epoch(session, self.epoch())
-            decision = repo.add_decision(session, _decision_row(work, None, *PUSHING))
+            decision = repo.add_decision(
+                session, control_rows.decision_row(work, None, *control_tick.PUSHING)
+            )
             decision.inputs = {**decision.inputs, "leader_epoch": self.epoch()}
-            row = _push_row(work, control_repo.PENDING, None)
+            row = control_rows.push_row(work, control_repo.PENDING, None)
             row.decision_id = decision.id
             control_repo.add_push(session, row)
             return row.id, decision.id
@@ -357,10 +315,10 @@ class Controller(LoopService):
     # --- recording --------------------------------------------------------------------------
 
     def _commit(self, work: Work, result: PushResult | None) -> TickReport:
-        status, reason = outcome_status(work, result)
+        status, reason = control_tick.outcome_status(work, result)
         cfg, cid = work.ctx.cfg, work.ctx.cluster_id
         with transaction(self.sessions) as session:
-            row = _decision_row(work, result, status, reason)
+            row = control_rows.decision_row(work, result, status, reason)
             if work.pending_decision_id is not None:
                 decision = control_repo.complete_decision(session, work.pending_decision_id, row)
             else:
@@ -379,7 +337,10 @@ class Controller(LoopService):
                 version = work.live.version if settled == "applied" else None
                 control_repo.settle_push(session, push_id, settled, version)
                 control_repo.settle_pending_decision(
-                    session, push_id, RECOVERED[settled], recovery_reason(settled, work.live)
+                    session,
+                    push_id,
+                    control_tick.RECOVERED[settled],
+                    control_tick.recovery_reason(settled, work.live),
                 )
             if result is not None and work.pending_id is not None:
                 # Unverified: whether the PUT landed is unknown, so the row stays pending and the
@@ -404,7 +365,7 @@ class Controller(LoopService):
                 Decision(
                     cluster_id=ctx.cluster_id,
                     created_ms=now_ms,
-                    kind=KIND,
+                    kind=control_tick.KIND,
                     policy=ctx.cfg.policy,
                     mode=ctx.cfg.mode,
                     params=ctx.cfg.to_dict(),
@@ -430,245 +391,17 @@ class Controller(LoopService):
         if early is not None and early[0] != "observe":
             return {"status": early[0], "reason": early[1], "config": ctx.cfg.to_dict()}
         work = await self.prepare(ctx, now_ms)
-        status, reason = outcome_status(work, None)
-        if pushes(work):
+        status, reason = control_tick.outcome_status(work, None)
+        if control_tick.pushes(work):
             status, reason = "would_push", "enforce mode would push these changes now"
         return {
             "status": status,
             "reason": reason,
             "config": ctx.cfg.to_dict(),
-            "inputs": audit_inputs(work),
-            "outputs": audit_outputs(work, None),
+            "inputs": control_tick.audit_inputs(work),
+            "outputs": control_tick.audit_outputs(work, None),
             "changes": work.plan.changes() if work.plan.push else {},
         }
 
 
 # --- pure helpers of the recording ------------------------------------------------------------
-
-
-def stored_changes(row: Any) -> dict[str, Any]:
-    """A ``control_configs`` row as ``overlay`` changes."""
-    limits = dict(row.limits or {})
-    out: dict[str, Any] = {
-        "policy": row.policy,
-        "params": dict(row.params or {}),
-        "mode": row.mode,
-        "bounds": dict(row.bounds or {}),
-    }
-    keys = ("weights", "max_step_pp", "min_change_pp", "allow_drift_overwrite")
-    for key in (*keys, "floors", "baseline"):
-        if key in limits:
-            out[key] = limits[key]
-    return out
-
-
-def _drift(baseline: Mapping[str, Any] | None, live: LiveConfig) -> dict[str, Any]:
-    if baseline is None:
-        return {}
-    if live.version is not None and live.version == baseline.get("version"):
-        return {}  # nothing was written since our last push
-    diff = differences(baseline["values"], live.values)
-    if not diff:
-        return {}
-    return {
-        "queues": diff,
-        "baseline_version": baseline.get("version"),
-        "live_version": live.version,
-        "baseline_push_id": baseline.get("id"),
-    }
-
-
-def _baseline_json(row: ConfigPush) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "status": row.status,
-        "pushed_ms": row.pushed_ms,
-        "values": dict(row.values),
-        "version": row.version_after,
-    }
-
-
-def _baseline_row(cluster_id: int, live: LiveConfig, now_ms: int) -> ConfigPush:
-    return ConfigPush(
-        cluster_id=cluster_id,
-        pushed_ms=now_ms,
-        parent=live.parent,
-        values={q: dict(v) for q, v in live.values.items()},
-        previous={},
-        version_before=live.version,
-        version_after=live.version,
-        status="baseline",
-    )
-
-
-def _push_row(work: Work, status: str, version_after: int | None) -> ConfigPush:
-    return ConfigPush(
-        cluster_id=work.ctx.cluster_id,
-        pushed_ms=work.now_ms,
-        parent=work.live.parent,
-        values=work.plan.expected(),
-        previous={q: dict(v) for q, v in work.live.values.items()},
-        version_before=work.live.version,
-        version_after=version_after,
-        status=status,
-    )
-
-
-PUSHING = ("pushing", "written before the PUT; completed when the RM answers")
-# A recovered push's decision status, by what the RM's state shows.
-RECOVERED = {"applied": "pushed", "not_applied": "not_applied", "unknown": "unknown"}
-
-
-def settle_pending(pending: ConfigPush, live: LiveConfig) -> tuple[int, str]:
-    """What became of a push whose tick died before recording the RM's answer.
-
-    Every accepted scheduler-configuration change moves the RM's configuration version, so an
-    unmoved version proves the PUT never landed (``not_applied``). A moved version with the
-    pushed values in place means it landed (``applied``; the baseline from now on). A moved
-    version with other values, or no version to compare, cannot tell (``unknown``)."""
-    before, now = pending.version_before, live.version
-    if before is not None and now is not None and now == before:
-        return pending.id, "not_applied"
-    if not differences(pending.values, live.values):
-        return pending.id, "applied"
-    return pending.id, "unknown"
-
-
-def recovery_reason(settled: str, live: LiveConfig) -> str:
-    """The reason a recovered push's decision gives."""
-    version = f"configuration version {live.version}" if live.version is not None else ""
-    why = {
-        "applied": f"the RM holds the pushed values ({version or 'values compared'})",
-        "not_applied": f"the RM's {version} has not moved since the push: the PUT never landed",
-        "unknown": "the RM holds other values and its configuration moved since the push: "
-        "whether this PUT landed cannot be told",
-    }[settled]
-    return f"settled by a later tick (the RM's answer to the PUT was never recorded): {why}"
-
-
-def _decision_row(work: Work, result: PushResult | None, status: str, reason: str) -> Decision:
-    """The decision of one tick (also the ``pushing`` record written ahead of a PUT)."""
-    cfg = work.ctx.cfg
-    return Decision(
-        cluster_id=work.ctx.cluster_id,
-        created_ms=work.now_ms,
-        kind=KIND,
-        policy=cfg.policy,
-        mode=cfg.mode,
-        params=cfg.to_dict(),
-        inputs=audit_inputs(work),
-        outputs=audit_outputs(work, result),
-        pushed=work.plan.changes() if result is not None or status == PUSHING[0] else None,
-        status=status,
-        rm_response=result.message if result is not None else None,
-        reason=reason,
-    )
-
-
-def pushes(work: Work) -> bool:
-    """Whether this tick sends its plan to the RM."""
-    cfg = work.ctx.cfg
-    return cfg.mode == "enforce" and work.plan.push and not work.drift_blocks
-
-
-PUSH_STATUS = {
-    "applied": "pushed",
-    "unverified": "pushed_unverified",
-    "rejected": "rejected",
-    "unavailable": "failed",
-    "reverted": "reverted",
-    "revert_failed": "revert_failed",
-    "superseded": "drift",
-}
-
-
-def outcome_status(work: Work, result: PushResult | None) -> tuple[str, str]:
-    """The decision's status and reason."""
-    if result is not None:
-        return PUSH_STATUS.get(result.status, result.status), result.message
-    if not work.plan.push:
-        return "no_change", work.plan.reason
-    if work.drift_blocks:
-        queues = ", ".join(sorted(work.drift["queues"]))
-        return "drift", (
-            f"configuration of {queues} was changed outside the sidecar; not overwritten "
-            "(set allow_drift_overwrite, or PUT /policy with accept_drift)"
-        )
-    return "advised", f"advise mode: would push ({work.plan.reason})"
-
-
-def audit_inputs(work: Work) -> dict[str, Any]:
-    """The inputs part of a decision: samples, live configuration, ledger, policy state."""
-    ledger = work.ledger
-    return {
-        "policy_inputs": work.inputs.to_dict(),
-        "live": work.live.to_dict(),
-        "last_good_poll_ms": work.ctx.last_good_poll_ms,
-        "config_source": work.ctx.source,
-        "policy_state_before": dict(work.state_before),
-        "ledger": {
-            "before": dict(work.ledger_before),
-            "after": ledger.state.to_dict() if ledger else None,
-            "interval": [ledger.start_ms, ledger.end_ms] if ledger else None,
-            "skipped_gaps_s": ledger.skipped_gaps_s if ledger else 0.0,
-            "rows": [r.to_dict() for r in ledger.rows] if ledger else [],
-        },
-        "baseline": dict(work.baseline) if work.baseline is not None else None,
-    }
-
-
-def audit_outputs(work: Work, result: PushResult | None) -> dict[str, Any]:
-    """The outputs part: the policy's numbers, the plan with reasons, drift, the push result."""
-    return {
-        "policy": work.outcome.to_dict(),
-        "plan": work.plan.to_dict(),
-        "drift": dict(work.drift),
-        "drift_overwritten": bool(work.drift) and result is not None,
-        "push": result.to_dict() if result is not None else None,
-        "floors": work.floors.to_dict() if work.floors is not None else None,
-        "effect": effect(work),
-    }
-
-
-def _floors(
-    cfg: ControlConfig,
-    live: LiveConfig,
-    inputs: PolicyInputs,
-    admission: Mapping[str, control_floors.Amount],
-) -> control_floors.Floors:
-    """Every managed queue's floor from the live cluster (``app.control.floors``)."""
-    settings = live.scheduler
-    unit = control_floors.Amount(
-        settings.min_allocation_vcores or control_floors.DEFAULT_MIN_ALLOCATION_VCORES,
-        settings.min_allocation_mb or control_floors.DEFAULT_MIN_ALLOCATION_MB,
-    )
-    source = "RM configuration" if settings.min_allocation_mb else "YARN defaults (RM unreadable)"
-    scale = _parent_fraction(cfg, live)
-    parent = control_floors.Amount(inputs.total.vcores * scale, inputs.total.memory_mb * scale)
-    queues = sorted(live.values)
-    return control_floors.compute(queues, cfg.floors, unit, source, parent, cfg.bounds, admission)
-
-
-def _parent_fraction(cfg: ControlConfig, live: LiveConfig) -> float:
-    """The managed parent's fraction of the cluster: its children's absolute capacities."""
-    if cfg.managed_parent == "root" or not live.queues:
-        return 1.0
-    return min(1.0, sum(q.absolute_capacity for q in live.queues) / 100)
-
-
-def effect(work: Work) -> dict[str, Any] | None:
-    """How much of each changed guarantee takes effect now, how much waits for containers to
-    finish (or for preemption), from the live cluster (``app.control.preemption``)."""
-    if not work.plan.push:
-        return None
-    parent_vcores = work.inputs.total.vcores * _parent_fraction(work.ctx.cfg, work.live)
-    changed = work.plan.changes()
-    changes = {}
-    for q, line in work.plan.lines.items():
-        pair = preemption.guarantees(line.numbers, parent_vcores)
-        if q in changed and pair is not None:
-            changes[q] = pair
-    used = {q.path: float(q.used.vcores) for q in work.live.queues}
-    settings = work.live.scheduler
-    preempts = settings.preempts
-    return preemption.split(changes, used, parent_vcores, preempts, settings.to_dict())
