@@ -144,13 +144,13 @@ def openapi_yaml(schema: dict[str, object]) -> str:
 
 def cmd_policy_run(args: argparse.Namespace) -> int:
     """Run a playground scenario and print the decisions."""
-    from app.playground import ScenarioError, load_scenario, render, run_scenario
+    from app.playground import PolicyError, load_scenario, render, run_scenario
 
     path = Path(args.scenario)
     try:
         scenario = load_scenario(path)
         result = run_scenario(scenario)
-    except ScenarioError as exc:
+    except PolicyError as exc:
         where = exc.field if exc.field.startswith(str(path)) else f"{path}: {exc.field}"
         print(f"error: {where}: {exc.message}", file=sys.stderr)
         return 2

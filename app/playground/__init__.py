@@ -3,7 +3,7 @@
 
 A scenario names its policy; ``run_scenario`` dispatches to the module that owns that policy's
 scenario format. Each such module exposes ``run(scenario) -> dict`` and ``table(result) -> str`` and
-raises ``ScenarioError`` (naming the field) on bad input.
+raises ``PolicyError`` (naming the field) on bad input.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from app.policies import registry
-from app.policies.scenario import ScenarioError
+from app.policies.base import PolicyError
 
 
 class _ScenarioModule(Protocol):
@@ -29,13 +29,13 @@ def load_scenario(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ScenarioError(str(path), f"cannot read scenario: {exc.strerror}") from exc
+        raise PolicyError(str(path), f"cannot read scenario: {exc.strerror}") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScenarioError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from exc
+        raise PolicyError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
-        raise ScenarioError(str(path), "a scenario must be a JSON object")
+        raise PolicyError(str(path), "a scenario must be a JSON object")
     return data
 
 
@@ -43,7 +43,7 @@ def _module_for(scenario: Mapping[str, Any]) -> _ScenarioModule:
     policy = scenario.get("policy")
     known = registry.names()
     if not isinstance(policy, str) or policy not in known:
-        raise ScenarioError("policy", f"must be one of {', '.join(known)}, got {policy!r}")
+        raise PolicyError("policy", f"must be one of {', '.join(known)}, got {policy!r}")
     # each policy folder owns its scenario format in ``<folder>/scenario.py``
     module = importlib.import_module(f"{registry.family(policy)}.scenario")
     return cast(_ScenarioModule, module)
@@ -61,4 +61,4 @@ def render(scenario: Mapping[str, Any], result: Mapping[str, Any], fmt: str) -> 
     return _module_for(scenario).table(result)
 
 
-__all__ = ["ScenarioError", "load_scenario", "render", "run_scenario"]
+__all__ = ["PolicyError", "load_scenario", "render", "run_scenario"]

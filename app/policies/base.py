@@ -29,14 +29,19 @@ def finite_number(
     value: Any,
     where: str,
     *,
-    low: float = 0,
+    low: float | None = 0,
     high: float | None = None,
     positive: bool = False,
 ) -> float:
-    """``value`` as a float within ``[low, high]`` (``(low, high]`` when ``positive``), or a
-    ``PolicyError`` naming ``where``. Booleans, NaN and infinities are refused."""
+    """``value`` as a float within ``[low, high]`` (``(low, high]`` when ``positive``; no lower
+    bound when ``low`` is None), or a ``PolicyError`` naming ``where``. Booleans, NaN and
+    infinities are refused. The one number check of policy parameters, inputs and scenarios."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise PolicyError(where, f"must be a finite number, got {value!r}")
+    if positive and low is None:
+        low = 0
+    if low is None:
+        low = -math.inf
     if value < low or (positive and value == low) or (high is not None and value > high):
         if high is not None:
             bound = f"within {low}..{high}"

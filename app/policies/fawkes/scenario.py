@@ -19,16 +19,9 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from app.policies.base import PolicyError
+from app.policies.base import PolicyError, finite_number
 from app.policies.fawkes import core as fawkes
-from app.policies.scenario import (
-    ScenarioError,
-    as_list,
-    as_mapping,
-    as_number,
-    check_keys,
-    require,
-)
+from app.policies.scenario import as_list, as_mapping, check_keys, require
 
 _PARAM_KEYS = ("weighting", "tau", "psi", "a", "interval_s")
 _TOP_KEYS = ("policy", *_PARAM_KEYS, "queues", "ticks")
@@ -53,13 +46,13 @@ def _params(scenario: Mapping[str, Any]) -> fawkes.FawkesParams:
         where = f"queues.{name}"
         body = as_mapping(spec, where)
         check_keys(body, ("min_share", "floor"), where)
-        mins[name] = as_number(body.get("min_share", 0.0), f"{where}.min_share", minimum=0)
-        floors[name] = as_number(body.get("floor", 0.0), f"{where}.floor", minimum=0)
+        mins[name] = finite_number(body.get("min_share", 0.0), f"{where}.min_share", low=0)
+        floors[name] = finite_number(body.get("floor", 0.0), f"{where}.floor", low=0)
     values = {key: scenario[key] for key in _PARAM_KEYS if key in scenario}
     try:
         return fawkes.FawkesParams.from_values(values, min_shares=mins, floors=floors)
     except PolicyError as exc:
-        raise ScenarioError(_policy_field(exc.field), exc.message) from exc
+        raise PolicyError(_policy_field(exc.field), exc.message) from exc
 
 
 def _sample(body: Mapping[str, Any], where: str) -> fawkes.QueueSample:
@@ -69,27 +62,27 @@ def _sample(body: Mapping[str, Any], where: str) -> fawkes.QueueSample:
         if key == "slowdowns":
             items = as_list(value, f"{where}.slowdowns")
             values[key] = tuple(
-                as_number(v, f"{where}.slowdowns[{k}]", minimum=0) for k, v in enumerate(items)
+                finite_number(v, f"{where}.slowdowns[{k}]", low=0) for k, v in enumerate(items)
             )
         else:
-            values[key] = as_number(value, f"{where}.{key}", minimum=0)
+            values[key] = finite_number(value, f"{where}.{key}", low=0)
     try:
         return fawkes.QueueSample(**values)
     except PolicyError as exc:
-        raise ScenarioError(f"{where}.{exc.field}", exc.message) from exc
+        raise PolicyError(f"{where}.{exc.field}", exc.message) from exc
 
 
 def _tick(item: Any, k: int, declared: Mapping[str, float]) -> fawkes.FawkesTick:
     where = f"ticks[{k}]"
     body = as_mapping(item, where)
     check_keys(body, ("t", "queues"), where)
-    t = as_number(require(body, "t", where), f"{where}.t")
+    t = finite_number(require(body, "t", where), f"{where}.t", low=None)
     samples = as_mapping(body.get("queues", {}), f"{where}.queues")
     parsed: dict[str, fawkes.QueueSample] = {}
     for name, sample in samples.items():
         field = f"{where}.queues.{name}"
         if name not in declared:
-            raise ScenarioError(field, "names a queue not declared in queues")
+            raise PolicyError(field, "names a queue not declared in queues")
         parsed[name] = _sample(as_mapping(sample, field), field)
     return fawkes.FawkesTick(t=t, queues=parsed)
 
@@ -98,7 +91,7 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """Validate the scenario and play its ticks; returns the JSON-ready result."""
     check_keys(scenario, _TOP_KEYS, "")
     if scenario.get("policy") != "fawkes":
-        raise ScenarioError("policy", f"must be fawkes, got {scenario.get('policy')!r}")
+        raise PolicyError("policy", f"must be fawkes, got {scenario.get('policy')!r}")
     params = _params(scenario)
     items = as_list(require(scenario, "ticks", ""), "ticks")
     ticks = [_tick(item, k, params.min_shares) for k, item in enumerate(items)]
@@ -108,7 +101,7 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
         try:
             decision, state = fawkes.step(state, tick, params)
         except PolicyError as exc:
-            raise ScenarioError(f"ticks[{k}].{exc.field}", exc.message) from exc
+            raise PolicyError(f"ticks[{k}].{exc.field}", exc.message) from exc
         out.append(decision.to_dict())
     return {"policy": "fawkes", "ticks": out}
 

@@ -33,17 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.policies.base import PolicyError, finite_number
 from app.policies.hybridmr import core as policy
-from app.policies.scenario import (
-    ScenarioError,
-    as_list,
-    as_mapping,
-    as_number,
-    as_str,
-    check_keys,
-    from_policy,
-    require,
-)
+from app.policies.scenario import as_list, as_mapping, as_str, check_keys, from_policy, require
 
 _PARAM_KEYS = ("unknown_placement", "combine", "throttle_share")
 _TOP_KEYS = (
@@ -78,7 +70,7 @@ def _profile(raw: Any, where: str) -> policy.Observation:
         require(row, key, where)
     job_class = as_str(row["job_class"], f"{where}.job_class")
     partition = as_str(row["partition"], f"{where}.partition")
-    nums = {k: as_number(row[k], f"{where}.{k}") for k in _PROFILE_KEYS[2:]}
+    nums = {k: finite_number(row[k], f"{where}.{k}", low=None) for k in _PROFILE_KEYS[2:]}
     return from_policy(where, lambda: policy.Observation(job_class, partition, **nums))
 
 
@@ -90,8 +82,12 @@ def _db(scenario: Mapping[str, Any]) -> policy.ProfileDB:
 def _partitions(scenario: Mapping[str, Any]) -> policy.Partitions:
     body = as_mapping(require(scenario, "partitions", ""), "partitions")
     check_keys(body, policy.PARTITIONS, "partitions")
-    native = as_number(require(body, "native", "partitions"), "partitions.native", positive=True)
-    virtual = as_number(require(body, "virtual", "partitions"), "partitions.virtual", positive=True)
+    native = finite_number(
+        require(body, "native", "partitions"), "partitions.native", positive=True
+    )
+    virtual = finite_number(
+        require(body, "virtual", "partitions"), "partitions.virtual", positive=True
+    )
     return policy.Partitions(native, virtual)
 
 
@@ -101,8 +97,10 @@ def _estimate(
     body = as_mapping(raw, where)
     check_keys(body, ("job_class", "input_bytes", "cluster_size", "partition"), where)
     job_class = as_str(require(body, "job_class", where), f"{where}.job_class")
-    size = as_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
-    nodes = as_number(require(body, "cluster_size", where), f"{where}.cluster_size", positive=True)
+    size = finite_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
+    nodes = finite_number(
+        require(body, "cluster_size", where), f"{where}.cluster_size", positive=True
+    )
     partition = as_str(body.get("partition", "virtual"), f"{where}.partition")
     return from_policy(
         where, lambda: policy.estimate(db, job_class, size, nodes, partition, params)
@@ -114,13 +112,13 @@ def _job(raw: Any, where: str) -> tuple[policy.Job, float | None]:
     check_keys(body, ("id", "job_class", "input_bytes", "workload", "desired_s"), where)
     job_id = as_str(require(body, "id", where), f"{where}.id")
     job_class = as_str(require(body, "job_class", where), f"{where}.job_class")
-    size = as_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
+    size = finite_number(require(body, "input_bytes", where), f"{where}.input_bytes", positive=True)
     workload = as_str(body.get("workload", "batch"), f"{where}.workload")
     job = from_policy(where, lambda: policy.Job(job_id, job_class, size, workload))
     if "desired_s" in body:
-        return job, as_number(body["desired_s"], f"{where}.desired_s", positive=True)
+        return job, finite_number(body["desired_s"], f"{where}.desired_s", positive=True)
     if workload == "batch":
-        raise ScenarioError(f"{where}.desired_s", "is required for a batch job")
+        raise PolicyError(f"{where}.desired_s", "is required for a batch job")
     return job, None
 
 
@@ -134,7 +132,7 @@ def _placements(
     seen: set[str] = set()
     for k, (job, _) in enumerate(jobs):
         if job.id in seen:
-            raise ScenarioError(f"jobs[{k}].id", f"job {job.id!r} appears twice")
+            raise PolicyError(f"jobs[{k}].id", f"job {job.id!r} appears twice")
         seen.add(job.id)
     partitions = _partitions(scenario)
     return [policy.place(job, db, partitions, desired, params) for job, desired in jobs]
@@ -167,15 +165,15 @@ def _arbitration(
 def _node(name: str, raw: Any, where: str) -> policy.Node:
     body = as_mapping(raw, where)
     check_keys(body, ("capacity", "interactive_load"), where)
-    capacity = as_number(require(body, "capacity", where), f"{where}.capacity", minimum=0)
-    load = as_number(body.get("interactive_load", 0.0), f"{where}.interactive_load", minimum=0)
+    capacity = finite_number(require(body, "capacity", where), f"{where}.capacity", low=0)
+    load = finite_number(body.get("interactive_load", 0.0), f"{where}.interactive_load", low=0)
     return from_policy(where, lambda: policy.Node(name, capacity, load))
 
 
 def _on_node(body: Mapping[str, Any], where: str, known: set[str]) -> str:
     node = as_str(require(body, "node", where), f"{where}.node")
     if node not in known:
-        raise ScenarioError(f"{where}.node", "names a node not declared in interference.nodes")
+        raise PolicyError(f"{where}.node", "names a node not declared in interference.nodes")
     return node
 
 
@@ -183,8 +181,8 @@ def _app(name: str, raw: Any, where: str, known: set[str]) -> policy.Interactive
     body = as_mapping(raw, where)
     check_keys(body, ("node", "metric", "sla"), where)
     node = _on_node(body, where, known)
-    metric = as_number(require(body, "metric", where), f"{where}.metric", minimum=0)
-    sla = as_number(require(body, "sla", where), f"{where}.sla", positive=True)
+    metric = finite_number(require(body, "metric", where), f"{where}.metric", low=0)
+    sla = finite_number(require(body, "sla", where), f"{where}.sla", positive=True)
     return from_policy(where, lambda: policy.InteractiveApp(name, node, metric, sla))
 
 
@@ -193,8 +191,8 @@ def _task(name: str, raw: Any, where: str, known: set[str]) -> policy.BatchTask:
     check_keys(body, ("job", "node", "vcores", "interference"), where)
     job = as_str(require(body, "job", where), f"{where}.job")
     node = _on_node(body, where, known)
-    vcores = as_number(require(body, "vcores", where), f"{where}.vcores", minimum=0)
-    weight = as_number(require(body, "interference", where), f"{where}.interference", minimum=0)
+    vcores = finite_number(require(body, "vcores", where), f"{where}.vcores", low=0)
+    weight = finite_number(require(body, "interference", where), f"{where}.interference", low=0)
     return from_policy(where, lambda: policy.BatchTask(name, job, node, vcores, weight))
 
 
@@ -202,7 +200,7 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """Validate the scenario, then run Algorithms 1, 2 and 3 on it; returns JSON-ready output."""
     check_keys(scenario, _TOP_KEYS, "")
     if scenario.get("policy") != "hybridmr":
-        raise ScenarioError("policy", f"must be hybridmr, got {scenario.get('policy')!r}")
+        raise PolicyError("policy", f"must be hybridmr, got {scenario.get('policy')!r}")
     params = _params(scenario)
     db = _db(scenario)
     queries = as_list(scenario.get("estimates", []), "estimates")

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.policies.base import PolicyError
+from app.policies.base import PolicyError, finite_number
 from app.policies.justice import core as policy
 from app.policies.justice.core import (
     Decision,
@@ -30,15 +30,7 @@ from app.policies.justice.core import (
     JusticeParams,
     RunningJob,
 )
-from app.policies.scenario import (
-    ScenarioError,
-    as_list,
-    as_mapping,
-    as_number,
-    as_str,
-    check_keys,
-    require,
-)
+from app.policies.scenario import as_list, as_mapping, as_str, check_keys, require
 
 _PARAM_KEYS = ("smoothing", "alpha", "drop_threshold", "error_history")
 _TOP_KEYS = ("policy", "capacity", "events", *_PARAM_KEYS)
@@ -64,9 +56,9 @@ class _Cluster:
 
 
 def _whole(value: Any, where: str, minimum: int) -> int:
-    num = as_number(value, where, minimum=minimum)
+    num = finite_number(value, where, low=minimum)
     if num != int(num):
-        raise ScenarioError(where, f"must be a whole number, got {value!r}")
+        raise PolicyError(where, f"must be a whole number, got {value!r}")
     return int(num)
 
 
@@ -75,7 +67,7 @@ def _params(scenario: Mapping[str, Any]) -> JusticeParams:
     try:
         return policy.make_params(str(scenario.get("policy")), values)
     except PolicyError as exc:
-        raise ScenarioError(exc.field, exc.message) from exc
+        raise PolicyError(exc.field, exc.message) from exc
 
 
 def _submit(cluster: _Cluster, raw: Any, t: float, where: str) -> None:
@@ -83,9 +75,11 @@ def _submit(cluster: _Cluster, raw: Any, t: float, where: str) -> None:
     check_keys(obj, _SUBMIT_KEYS, where)
     job_id = as_str(require(obj, "id", where), f"{where}.id")
     if job_id in cluster.seen:
-        raise ScenarioError(f"{where}.id", f"job {job_id!r} was already submitted")
+        raise PolicyError(f"{where}.id", f"job {job_id!r} was already submitted")
     tasks = _whole(require(obj, "tasks", where), f"{where}.tasks", 1)
-    deadline = as_number(require(obj, "deadline_s", where), f"{where}.deadline_s", positive=True)
+    deadline = finite_number(
+        require(obj, "deadline_s", where), f"{where}.deadline_s", positive=True
+    )
     cluster.seen.add(job_id)
     cluster.waiting[job_id] = Job(job_id, tasks, deadline, t)
 
@@ -96,8 +90,8 @@ def _complete(cluster: _Cluster, raw: Any, t: float, where: str) -> None:
     job_id = as_str(require(obj, "id", where), f"{where}.id")
     job = cluster.running.pop(job_id, None)
     if job is None:
-        raise ScenarioError(f"{where}.id", f"job {job_id!r} is not running")
-    comp_time = as_number(require(obj, "comp_time", where), f"{where}.comp_time", minimum=0.0)
+        raise PolicyError(f"{where}.id", f"job {job_id!r} is not running")
+    comp_time = finite_number(require(obj, "comp_time", where), f"{where}.comp_time", low=0.0)
     success = t - job.submitted_s <= job.deadline_s
     outcome = JobOutcome(job_id, job.tasks, job.deadline_s, comp_time, job.cpus, success)
     cluster.estimator = policy.track_job(
@@ -139,12 +133,12 @@ def _event(cluster: _Cluster, raw: Any, index: int, last_t: float) -> dict[str, 
     where = f"events[{index}]"
     event = as_mapping(raw, where)
     check_keys(event, ("t", "submit", "complete"), where)
-    t = as_number(require(event, "t", where), f"{where}.t")
+    t = finite_number(require(event, "t", where), f"{where}.t", low=None)
     if t < last_t:
-        raise ScenarioError(f"{where}.t", f"must not be before the previous event ({last_t:g})")
+        raise PolicyError(f"{where}.t", f"must not be before the previous event ({last_t:g})")
     kinds = [k for k in ("submit", "complete") if k in event]
     if len(kinds) != 1:
-        raise ScenarioError(where, "needs exactly one of submit, complete")
+        raise PolicyError(where, "needs exactly one of submit, complete")
     handler = _submit if kinds[0] == "submit" else _complete
     handler(cluster, event[kinds[0]], t, f"{where}.{kinds[0]}")
     decisions = policy.admit(

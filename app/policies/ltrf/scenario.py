@@ -13,16 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.policies.base import PolicyError
+from app.policies.base import PolicyError, finite_number
 from app.policies.ltrf import core as ltrf
-from app.policies.scenario import (
-    ScenarioError,
-    as_list,
-    as_mapping,
-    as_number,
-    check_keys,
-    require,
-)
+from app.policies.scenario import as_list, as_mapping, check_keys, require
 
 _TOP_KEYS = ("policy", "capacity", "discount", "queues", "rounds")
 
@@ -30,13 +23,13 @@ _TOP_KEYS = ("policy", "capacity", "discount", "queues", "rounds")
 def _weights(scenario: Mapping[str, Any]) -> dict[str, float]:
     queues = as_mapping(require(scenario, "queues", ""), "queues")
     if not queues:
-        raise ScenarioError("queues", "at least one queue is needed")
+        raise PolicyError("queues", "at least one queue is needed")
     out: dict[str, float] = {}
     for name, spec in queues.items():
         where = f"queues.{name}"
         body = as_mapping(spec, where)
         check_keys(body, ("weight",), where)
-        out[name] = as_number(body.get("weight", 1.0), f"{where}.weight", positive=True)
+        out[name] = finite_number(body.get("weight", 1.0), f"{where}.weight", positive=True)
     return out
 
 
@@ -52,18 +45,18 @@ def _rounds(scenario: Mapping[str, Any], weights: Mapping[str, float]) -> list[d
         for name, value in demand.items():
             field = f"{where}.new_demand.{name}"
             if name not in weights:
-                raise ScenarioError(field, "names a queue not declared in queues")
-            parsed[name] = as_number(value, field, minimum=0)
+                raise PolicyError(field, "names a queue not declared in queues")
+            parsed[name] = finite_number(value, field, low=0)
         out.append(parsed)
     return out
 
 
 def _params(scenario: Mapping[str, Any]) -> ltrf.LtrfParams:
-    discount = as_number(scenario.get("discount", 1.0), "discount")
+    discount = finite_number(scenario.get("discount", 1.0), "discount", low=None)
     try:
         return ltrf.LtrfParams(discount=discount, memoryless=scenario["policy"] == "mlrf")
     except PolicyError as exc:
-        raise ScenarioError(exc.field, exc.message) from exc
+        raise PolicyError(exc.field, exc.message) from exc
 
 
 def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,8 +64,8 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     check_keys(scenario, _TOP_KEYS, "")
     policy = scenario.get("policy")
     if policy not in ("ltrf", "mlrf"):
-        raise ScenarioError("policy", f"must be ltrf or mlrf, got {policy!r}")
-    capacity = as_number(require(scenario, "capacity", ""), "capacity", minimum=0)
+        raise PolicyError("policy", f"must be ltrf or mlrf, got {policy!r}")
+    capacity = finite_number(require(scenario, "capacity", ""), "capacity", low=0)
     params = _params(scenario)
     weights = _weights(scenario)
     state = ltrf.LtrfState()

@@ -30,16 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.policies.base import PolicyError, finite_number
 from app.policies.prism import core as policy
-from app.policies.scenario import (
-    ScenarioError,
-    as_mapping,
-    as_number,
-    as_str,
-    check_keys,
-    from_policy,
-    require,
-)
+from app.policies.scenario import as_mapping, as_str, check_keys, from_policy, require
 
 _PARAM_KEYS = ("alpha", "epsilon", "urgency_a", "top_k", "share")
 _TOP_KEYS = ("policy", *_PARAM_KEYS, "now_s", "node", "jobs", "paused")
@@ -53,8 +46,8 @@ def _params(scenario: Mapping[str, Any]) -> policy.PrismParams:
 def _demand(raw: Any, where: str) -> policy.Demand:
     body = as_mapping(raw, where)
     check_keys(body, ("vcores", "memory_mb"), where)
-    vcores = as_number(body.get("vcores", 0.0), f"{where}.vcores", minimum=0)
-    memory = as_number(body.get("memory_mb", 0.0), f"{where}.memory_mb", minimum=0)
+    vcores = finite_number(body.get("vcores", 0.0), f"{where}.vcores", low=0)
+    memory = finite_number(body.get("memory_mb", 0.0), f"{where}.memory_mb", low=0)
     return policy.Demand(vcores, memory)
 
 
@@ -70,9 +63,9 @@ def _node(scenario: Mapping[str, Any]) -> policy.NodeView:
 def _phase(raw: Any, where: str) -> policy.PhaseProfile:
     body = as_mapping(raw, where)
     check_keys(body, ("vcores", "memory_mb", "duration_s"), where)
-    vcores = as_number(require(body, "vcores", where), f"{where}.vcores", minimum=0)
-    memory = as_number(require(body, "memory_mb", where), f"{where}.memory_mb", minimum=0)
-    duration = as_number(body.get("duration_s", 0.0), f"{where}.duration_s", minimum=0)
+    vcores = finite_number(require(body, "vcores", where), f"{where}.vcores", low=0)
+    memory = finite_number(require(body, "memory_mb", where), f"{where}.memory_mb", low=0)
+    duration = finite_number(body.get("duration_s", 0.0), f"{where}.duration_s", low=0)
     return policy.PhaseProfile(vcores, memory, duration)
 
 
@@ -84,9 +77,9 @@ def _profile(raw: Any, where: str) -> policy.JobProfile:
 
 
 def _whole(value: Any, where: str) -> int:
-    num = as_number(value, where, minimum=0)
+    num = finite_number(value, where, low=0)
     if num != int(num):
-        raise ScenarioError(where, f"must be a whole number, got {value!r}")
+        raise PolicyError(where, f"must be a whole number, got {value!r}")
     return int(num)
 
 
@@ -121,11 +114,13 @@ def _paused_task(name: str, raw: Any, known: set[str], now_s: float) -> policy.P
     check_keys(task, ("job", "next_phase", "paused_since_s"), where)
     job = as_str(require(task, "job", where), f"{where}.job")
     if job not in known:
-        raise ScenarioError(f"{where}.job", f"names a job not declared in jobs: {job!r}")
+        raise PolicyError(f"{where}.job", f"names a job not declared in jobs: {job!r}")
     phase = as_str(require(task, "next_phase", where), f"{where}.next_phase")
-    since = as_number(require(task, "paused_since_s", where), f"{where}.paused_since_s")
+    since = finite_number(
+        require(task, "paused_since_s", where), f"{where}.paused_since_s", low=None
+    )
     if since > now_s:
-        raise ScenarioError(f"{where}.paused_since_s", f"is after now_s ({now_s:g})")
+        raise PolicyError(f"{where}.paused_since_s", f"is after now_s ({now_s:g})")
     return from_policy(where, lambda: policy.PausedTask(name, job, phase, since))
 
 
@@ -141,9 +136,9 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """Validate the scenario and run Algorithm 1 for one heartbeat; returns JSON-ready output."""
     check_keys(scenario, _TOP_KEYS, "")
     if scenario.get("policy") != "prism":
-        raise ScenarioError("policy", f"must be prism, got {scenario.get('policy')!r}")
+        raise PolicyError("policy", f"must be prism, got {scenario.get('policy')!r}")
     params = _params(scenario)
-    now_s = as_number(require(scenario, "now_s", ""), "now_s")
+    now_s = finite_number(require(scenario, "now_s", ""), "now_s", low=None)
     node = _node(scenario)
     jobs = _jobs(scenario)
     paused = _paused(scenario, jobs, now_s)

@@ -9,15 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.policies.base import PolicyError, finite_number
 from app.policies.proportional import core
-from app.policies.scenario import (
-    ScenarioError,
-    as_mapping,
-    as_number,
-    check_keys,
-    from_policy,
-    require,
-)
+from app.policies.scenario import as_mapping, check_keys, from_policy, require
 
 
 def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,12 +21,12 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
     values = from_policy("params", lambda: core.SPEC.validate(params))
     queues = as_mapping(require(scenario, "queues", ""), "queues")
     if not queues:
-        raise ScenarioError("queues", "at least one queue is needed")
+        raise PolicyError("queues", "at least one queue is needed")
     pending: dict[str, float] = {}
     for name, spec in queues.items():
         body = as_mapping(spec, f"queues.{name}")
         check_keys(body, ("pending",), f"queues.{name}")
-        pending[name] = as_number(body.get("pending", 0), f"queues.{name}.pending", minimum=0)
+        pending[name] = finite_number(body.get("pending", 0), f"queues.{name}.pending", low=0)
     floor = float(values["floor"])
     shares = from_policy("", lambda: core.shares(pending, floor))
     return {"policy": "proportional", "floor": floor, "pending": pending, "shares": shares}

@@ -18,16 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.policies.base import PolicyError
+from app.policies.base import PolicyError, finite_number
 from app.policies.rrf import core as policy
 from app.policies.rrf.core import RESOURCES, Res, Tenant
-from app.policies.scenario import (
-    ScenarioError,
-    as_mapping,
-    as_number,
-    check_keys,
-    require,
-)
+from app.policies.scenario import as_mapping, check_keys, require
 
 _TOP_KEYS = ("policy", "capacity", "tenants", "memory_mb_per_unit")
 _TENANT_KEYS = ("shares", "demand", "vms")
@@ -39,10 +33,10 @@ def _vector(value: Any, where: str, *, positive: bool = False) -> Res:
     obj = as_mapping(value, where)
     check_keys(obj, RESOURCES, where)
     nums = [
-        as_number(
+        finite_number(
             require(obj, r, where),
             f"{where}.{r}",
-            minimum=None if positive else 0.0,
+            low=0.0,
             positive=positive,
         )
         for r in RESOURCES
@@ -53,7 +47,7 @@ def _vector(value: Any, where: str, *, positive: bool = False) -> Res:
 def _vms(value: Any, where: str) -> dict[str, Tenant]:
     obj = as_mapping(value, where)
     if not obj:
-        raise ScenarioError(where, "at least one VM is required")
+        raise PolicyError(where, "at least one VM is required")
     out: dict[str, Tenant] = {}
     for name, raw in obj.items():
         vm_where = f"{where}.{name}"
@@ -75,7 +69,7 @@ def _tenant_demand(raw: Mapping[str, Any], vms: Mapping[str, Tenant] | None, whe
     demand = _vector(raw["demand"], f"{where}.demand")
     for r in RESOURCES:
         if abs(demand[r] - total[r]) > _SUM_TOLERANCE * max(1.0, total[r]):
-            raise ScenarioError(
+            raise PolicyError(
                 f"{where}.demand.{r}", f"must equal the sum of its VMs' demands ({total[r]:g})"
             )
     return demand
@@ -89,7 +83,7 @@ def parse(
     capacity = _vector(require(scenario, "capacity", ""), "capacity", positive=True)
     raw_tenants = as_mapping(require(scenario, "tenants", ""), "tenants")
     if not raw_tenants:
-        raise ScenarioError("tenants", "at least one tenant is required")
+        raise PolicyError("tenants", "at least one tenant is required")
     tenants: dict[str, Tenant] = {}
     vms: dict[str, dict[str, Tenant]] = {}
     for name, value in raw_tenants.items():
@@ -101,7 +95,7 @@ def parse(
         tenants[name] = Tenant(shares, _tenant_demand(raw, children, where))
         if children is not None:
             vms[name] = children
-    mb = as_number(scenario.get("memory_mb_per_unit", 1.0), "memory_mb_per_unit", positive=True)
+    mb = finite_number(scenario.get("memory_mb_per_unit", 1.0), "memory_mb_per_unit", positive=True)
     return capacity, tenants, vms, mb
 
 
@@ -130,7 +124,7 @@ def run(scenario: Mapping[str, Any]) -> dict[str, Any]:
         }
         result["yarn"] = policy.yarn_absolute_capacities(allocations["rrf"], mb)
     except PolicyError as exc:
-        raise ScenarioError(exc.field, exc.message) from exc
+        raise PolicyError(exc.field, exc.message) from exc
     return result
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, load_scenario, render, run_scenario
+from app.playground import load_scenario, render, run_scenario
+from app.policies.base import PolicyError
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
@@ -146,7 +147,7 @@ def _with(path: list[Any], value: Any) -> dict[str, Any]:
     ],
 )
 def test_validation_errors_name_the_field(scenario: dict[str, Any], field: str) -> None:
-    with pytest.raises(ScenarioError) as info:
+    with pytest.raises(PolicyError) as info:
         run_scenario(scenario)
     assert info.value.field == field
 

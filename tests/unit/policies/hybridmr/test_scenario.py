@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, load_scenario
+from app.playground import load_scenario
+from app.policies.base import PolicyError
 from app.policies.hybridmr import scenario as handler
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
@@ -125,7 +126,7 @@ def test_placement_errors_name_the_field(
 ) -> None:
     scenario = copy.deepcopy(_load("hybridmr_placement.json"))
     edit(scenario)
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         handler.run(scenario)
     assert err.value.field == field
 
@@ -149,6 +150,6 @@ def test_interference_errors_name_the_field(
 ) -> None:
     scenario = copy.deepcopy(_load("hybridmr_interference.json"))
     edit(scenario)
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         handler.run(scenario)
     assert err.value.field == field

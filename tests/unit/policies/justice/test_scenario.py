@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, render, run_scenario
+from app.playground import render, run_scenario
+from app.policies.base import PolicyError
 
 SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
@@ -151,7 +152,7 @@ def mutate(path: list[Any], value: Any) -> dict[str, Any]:
     ],
 )
 def test_validation_names_the_field(scenario: dict[str, Any], field: str) -> None:
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(scenario)
     assert err.value.field == field
 

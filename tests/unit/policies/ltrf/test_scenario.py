@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, load_scenario, render, run_scenario
+from app.playground import load_scenario, render, run_scenario
+from app.policies.base import PolicyError
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 
@@ -102,7 +103,7 @@ def _with(path: list[Any], value: Any) -> dict[str, Any]:
     ],
 )
 def test_validation_errors_name_the_field(scenario: dict[str, Any], field: str) -> None:
-    with pytest.raises(ScenarioError) as info:
+    with pytest.raises(PolicyError) as info:
         run_scenario(scenario)
     assert info.value.field == field
 
@@ -111,7 +112,7 @@ def test_missing_capacity_and_rounds_are_named() -> None:
     for key in ("capacity", "rounds", "queues"):
         scenario = _base()
         del scenario[key]
-        with pytest.raises(ScenarioError) as info:
+        with pytest.raises(PolicyError) as info:
             run_scenario(scenario)
         assert info.value.field == key
 

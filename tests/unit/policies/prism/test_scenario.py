@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, load_scenario
+from app.playground import load_scenario
+from app.policies.base import PolicyError
 from app.policies.prism import scenario as handler
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
@@ -122,6 +123,6 @@ def _drop(path: list[str]) -> Callable[[dict[str, Any]], None]:
 def test_errors_name_the_field(edit: Callable[[dict[str, Any]], None], field: str) -> None:
     scenario = copy.deepcopy(_load())
     edit(scenario)
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         handler.run(scenario)
     assert err.value.field == field

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.playground import ScenarioError, load_scenario, run_scenario
+from app.playground import load_scenario, run_scenario
+from app.policies.base import PolicyError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "scenarios" / "proportional.json"
 
@@ -33,6 +34,6 @@ def test_result_shares() -> None:
     ],
 )
 def test_bad_scenarios_name_the_field(scenario: dict[str, object], field: str) -> None:
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(scenario)
     assert err.value.field == field

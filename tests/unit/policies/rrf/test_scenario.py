@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.playground import ScenarioError, render, run_scenario
+from app.playground import render, run_scenario
+from app.policies.base import PolicyError
 
 SCENARIOS = Path(__file__).resolve().parents[4] / "examples" / "scenarios"
 TOL = 1e-9
@@ -115,7 +116,7 @@ def mutate(base: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
     ],
 )
 def test_validation_names_the_field(path: list[str], value: Any, field: str) -> None:
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(mutate(table_9_3(), path, value))
     assert err.value.field == field
 
@@ -123,25 +124,25 @@ def test_validation_names_the_field(path: list[str], value: Any, field: str) -> 
 def test_missing_fields_are_named() -> None:
     scenario = table_9_3()
     del scenario["tenants"]["VM1"]["demand"]
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(scenario)
     assert err.value.field == "tenants.VM1.demand"
 
 
 def test_vm_errors_are_named() -> None:
     bad = mutate(iwa_scenario(), ["tenants", "A", "vms", "a2", "demand", "vcores"], -2)
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(bad)
     assert err.value.field == "tenants.A.vms.a2.demand.vcores"
     # A tenant demand that disagrees with its VMs' sum (<5, 7>) is rejected.
     bad = mutate(iwa_scenario(), ["tenants", "A", "demand"], {"vcores": 5, "memory": 6})
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(bad)
     assert err.value.field == "tenants.A.demand.memory"
     zero = mutate(iwa_scenario(), ["tenants", "A", "vms", "a1", "shares", "vcores"], 0)
     zero["tenants"]["A"]["vms"]["a2"]["shares"]["vcores"] = 0
     zero["tenants"]["A"]["vms"]["a3"]["shares"]["vcores"] = 0
-    with pytest.raises(ScenarioError) as err:
+    with pytest.raises(PolicyError) as err:
         run_scenario(zero)
     assert err.value.field == "tenants.A.vms.*.shares.vcores"
 
