@@ -1,4 +1,4 @@
-"""Sidecar settings (issue 2, point 2): pydantic-settings, grouped, refused when unsafe.
+"""Sidecar settings: pydantic-settings, grouped, refused when unsafe.
 
 The environment names (``YARN_SIDECAR_*``) are public interface. Values come, in order of
 precedence, from keyword arguments, the environment, an optional config file (``.env``-style
@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     log_format: LogFormat = LogFormat.TEXT
     log_level: str = "INFO"
 
-    # policy (issue 5): the queue controller (app.services.controller)
+    # policy: the queue controller (app.services.controller)
     policy: str = "static"  # static | fawkes:<weighting> | ltrf | mlrf | rrf
     policy_interval_s: float = Field(60.0, ge=1, le=86400)
     policy_params: dict[str, Any] = Field(default_factory=dict)  # JSON
@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     queue_floors: dict[str, Any] = Field(default_factory=dict)  # {"*": 2, "root.deadline": 3}
     queue_baseline: dict[str, Any] = Field(default_factory=dict)  # {"root.a": 60, "root.b": 40}
 
-    # jobs (issue 6): deadline-tagged jobs admitted by Justice / PYTHIA (docs/policies.md)
+    # jobs: deadline-tagged jobs admitted by Justice / PYTHIA (docs/policies.md)
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
     # Further queues POST /jobs may name (the deadline queue is always allowed).
     job_queues: Annotated[tuple[str, ...], NoDecode] = ()

@@ -1,4 +1,4 @@
-"""Latency of ``POST /jobs`` and ``GET /jobs/{id}`` at a steady request rate (issue 6, point 7).
+"""Latency of ``POST /jobs`` and ``GET /jobs/{id}`` at a steady request rate.
 
 Starts the real server (``yarn-sidecar serve``: migrations, uvicorn, poller and admission loops)
 on 127.0.0.1 with a fresh SQLite file, or the empty database given with ``--database-url``

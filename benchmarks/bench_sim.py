@@ -1,4 +1,4 @@
-"""Simulator throughput and memory (issue 7): simulated jobs per second, wall time, peak RSS.
+"""Simulator throughput and memory: simulated jobs per second, wall time, peak RSS.
 
     .venv/bin/python benchmarks/bench_sim.py                  # synthetic + full 29-day trace
     .venv/bin/python benchmarks/bench_sim.py --limit 100000   # a slice of the 29-day trace

@@ -1,4 +1,4 @@
-"""Request and response schemas of the control-loop endpoints (issue 5): ``/decisions``,
+"""Request and response schemas of the control-loop endpoints: ``/decisions``,
 ``/policy``, ``/ledger``. Never ORM rows."""
 
 from __future__ import annotations

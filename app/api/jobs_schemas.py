@@ -1,4 +1,4 @@
-"""Request and response schemas of ``/jobs`` and ``/estimator`` (issue 6; never ORM rows).
+"""Request and response schemas of ``/jobs`` and ``/estimator`` (never ORM rows).
 
 ``deadline`` is either seconds from submission (a JSON number) or an absolute ISO 8601 time (a
 string; without an offset it is UTC). Parallelism is ``requested_tasks`` or ``input_bytes`` with

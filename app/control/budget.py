@@ -1,4 +1,4 @@
-"""Safety budgets on a capacity plan (issue 5, point 2; ``docs/style.md``, "Habits" 3: the diff
+"""Safety budgets on a capacity plan (``docs/style.md``, "Habits" 3: the diff
 enforces budgets): operator bounds, the maximum change per push and the minimum change worth
 pushing.
 

@@ -1,4 +1,4 @@
-"""The controller's configuration, validated in one place (issue 5, points 1, 2 and 5).
+"""The controller's configuration, validated in one place.
 
 Settings give the defaults (``YARN_SIDECAR_POLICY``, ``..._POLICY_PARAMS``, ``..._QUEUE_BOUNDS``
 ...); ``PUT /policy`` overlays them and is validated by the same ``resolve`` so a value refused at

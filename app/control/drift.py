@@ -1,4 +1,4 @@
-"""Comparing scheduler-configuration values, and drift (issue 5, point 2; ``docs/yarn.md`` 5.5).
+"""Comparing scheduler-configuration values, and drift (``docs/yarn.md`` 5.5).
 
 Values are compared as the CapacityScheduler reads them, not as strings: ``"40"``, ``"40.0"`` and
 ``"40.00"`` are the same percentage; ``[memory=1024,vcores=2]`` and ``[vcores=2, memory=1024]``

@@ -1,5 +1,5 @@
-"""Desired shares vs the RM's live configuration -> a bounded plan of changes (issue 5, points
-1 and 2; ``docs/style.md``, "Habits" 3: desired, diff, act).
+"""Desired shares vs the RM's live configuration -> a bounded plan of changes (``docs/style.md``,
+"Habits" 3: desired, diff, act).
 
 ``percent_plan`` turns shares into capacities that sum to exactly 100.00
 (``app.policies.rounding``, largest remainder, never below a minimum bound), projects them into

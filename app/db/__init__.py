@@ -1,4 +1,4 @@
-"""Persistence: SQLAlchemy 2 models, engine/session setup and repository functions (issue 2.3).
+"""Persistence: SQLAlchemy 2 models, engine/session setup and repository functions.
 
 Importing the package registers every model module on ``Base.metadata`` (Alembic's target).
 """

@@ -1,4 +1,4 @@
-"""Models of the control loop (issue 5): policy configuration, LTRF ledger, pushed configuration.
+"""Models of the control loop: policy configuration, LTRF ledger, pushed configuration.
 
 The decision audit trail itself is ``app.db.models.Decision`` (migration 0001); these tables hold
 what the controller must remember across restarts (``docs/style.md``, "The tick": record):

@@ -1,4 +1,4 @@
-"""Repository functions of the control loop (issue 5). Each takes a ``Session`` and never commits:
+"""Repository functions of the control loop. Each takes a ``Session`` and never commits:
 the caller owns the transaction (as ``app.db.repo``).
 """
 

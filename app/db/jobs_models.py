@@ -1,4 +1,4 @@
-"""Models of deadline-tagged jobs (issue 6; seed 004 ch. 5, ``docs/policies.md`` "PYTHIA and
+"""Models of deadline-tagged jobs (seed 004 ch. 5, ``docs/policies.md`` "PYTHIA and
 Justice").
 
 * ``jobs``: one row per ``POST /jobs``. Queued jobs wait here, not in memory, so a restart loses

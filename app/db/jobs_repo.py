@@ -1,4 +1,4 @@
-"""Repository functions of deadline jobs (issue 6). Each takes a ``Session`` and never commits.
+"""Repository functions of deadline jobs. Each takes a ``Session`` and never commits.
 
 State changes go through ``transition``: an ``UPDATE ... WHERE state IN (...)`` whose row count
 tells the caller whether it won, so the API (cancel) and the admission service (admit, submit,

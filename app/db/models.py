@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 typed models of the sidecar's history (issue 2, point 3).
+"""SQLAlchemy 2 typed models of the sidecar's history.
 
 Times are epoch milliseconds (``BigInteger``), as the RM reports them, so a stored value compares
 directly with the RM's ``finishedTime`` watermark and nothing depends on the database's timezone.

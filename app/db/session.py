@@ -1,4 +1,4 @@
-"""Engine and session factory (issue 2.3). The caller owns the transaction."""
+"""Engine and session factory. The caller owns the transaction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Policy inputs from the poller's samples (issue 5, point 1; ``docs/policies.md``, "Fawkes
+"""Policy inputs from the poller's samples (``docs/policies.md``, "Fawkes
 weights": "over the last interval T, the controller averages samples").
 
 Pure: the service layer (``app.services.policy_inputs``) reads the rows and hands them here.

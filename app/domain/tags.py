@@ -1,4 +1,4 @@
-"""YARN application tags of deadline jobs, job states and parallelism (issue 6, points 1-3).
+"""YARN application tags of deadline jobs, job states and parallelism.
 
 The sidecar tags what it submits ``sidecar-job:<job id>`` (idempotent submission: an app with the
 tag is the job's, adopted rather than submitted twice) and ``deadline:<epoch seconds>``. Apps

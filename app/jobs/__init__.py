@@ -1,4 +1,4 @@
-"""Deadline-tagged jobs (issue 6): the sidecar side of Justice / PYTHIA (seed 004, chapter 5).
+"""Deadline-tagged jobs: the sidecar side of Justice / PYTHIA (seed 004, chapter 5).
 
 ``tags`` and ``outcomes`` are computations without I/O (tags, parallelism, what TRACK_JOB
 learns from a finished app); ``contexts`` builds YARN submission contexts; ``rounds`` runs one

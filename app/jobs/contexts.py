@@ -1,4 +1,4 @@
-"""YARN submission contexts of admitted jobs (issue 6, point 2; ``docs/yarn.md`` section 4.2).
+"""YARN submission contexts of admitted jobs (``docs/yarn.md`` section 4.2).
 
 A job's ``run`` is stored as the API validated it, one of:
 

@@ -1,4 +1,4 @@
-"""What TRACK_JOB (seed 004, Algorithm 3) learns from a finished YARN app (issue 6, point 3).
+"""What TRACK_JOB (seed 004, Algorithm 3) learns from a finished YARN app.
 
 ``docs/policies.md``: ``compTime`` is the RM's ``vcoreSeconds``, ``numCPUsAllocd`` the vcores the
 sidecar granted, success means finished within the deadline. Choices where the docs are silent:

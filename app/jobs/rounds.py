@@ -1,4 +1,4 @@
-"""Admission rounds and learning passes inside one database transaction (issue 6, points 2-4).
+"""Admission rounds and learning passes inside one database transaction.
 
 ``admission_round`` is ADMISSION_CONTROL (seed 004, Algorithm 6) as the sidecar runs it: on every
 submission, every completion and every service tick (so deadlines that pass between events still

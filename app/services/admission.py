@@ -1,4 +1,4 @@
-"""The admission service (issue 6): admit deadline jobs, run them on YARN, learn from outcomes.
+"""The admission service: admit deadline jobs, run them on YARN, learn from outcomes.
 
 Each tick (``run_once``), after the ``docs/style.md`` tick: observe -> decide -> act -> record.
 

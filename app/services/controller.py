@@ -1,4 +1,4 @@
-"""The queue controller (issue 5): every ``policy_interval_s`` it turns live RM state into queue
+"""The queue controller: every ``policy_interval_s`` it turns live RM state into queue
 capacities (``docs/style.md``, "The tick": observe -> persist -> decide -> plan -> actuate ->
 record).
 

@@ -1,4 +1,4 @@
-"""Policy inputs and ledger polls from the poller's stored samples (issue 5, points 1 and 3).
+"""Policy inputs and ledger polls from the poller's stored samples.
 
 Reads only; the arithmetic is pure (``app.domain.observation``, ``app.control.ledger``). The
 window of a tick is ``(now - T, now]``: a sample taken exactly at the previous tick belongs to

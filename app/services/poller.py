@@ -1,4 +1,4 @@
-"""The poller (issue 2, point 5): each tick snapshots the RM and appends it to the history.
+"""The poller: each tick snapshots the RM and appends it to the history.
 
 Applications are upserted (repeated polls and restarts never duplicate one). Finished apps are
 fetched with ``finishedTimeBegin`` = the stored watermark, so an app that finished while the

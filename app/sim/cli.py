@@ -1,4 +1,4 @@
-"""``yarn-sidecar simulate``: replay a trace under one policy, or several side by side (issue 7).
+"""``yarn-sidecar simulate``: replay a trace under one policy, or several side by side.
 
     yarn-sidecar simulate --trace PATH|synthetic [--format swim|google|google29d|csv]
         --policy NAME --capacity N|P% [--deadlines TYPE] [--seed S] [--limit-jobs N] [--out DIR]

@@ -1,4 +1,4 @@
-"""The only writer of the scheduler configuration (issue 5, point 2; ``docs/style.md``: "one central
+"""The only writer of the scheduler configuration (``docs/style.md``: "one central
 actuator"; ``docs/yarn.md`` section 5).
 
 ``read_live`` reads what the RM holds now for the managed parent's children (the effective

@@ -1,5 +1,5 @@
 """The control-loop endpoints through httpx.ASGITransport with the lifespan, on both engines:
-``/policy`` (GET, PUT, preview), ``/decisions``, ``/ledger`` (issue 5, points 3-5)."""
+``/policy`` (GET, PUT, preview), ``/decisions``, ``/ledger``."""
 
 from __future__ import annotations
 

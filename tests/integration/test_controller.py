@@ -1,4 +1,4 @@
-"""The queue controller against a real Hadoop 3.5.0 RM (issue 5, point 6): real distributed-shell
+"""The queue controller against a real Hadoop 3.5.0 RM: real distributed-shell
 apps keep ``root.etl`` and ``root.adhoc`` busy; enforce-mode LTRF and Fawkes TD change the
 capacities the RM reports in ``/ws/v1/cluster/scheduler``; advise changes nothing; a hand edit is
 reported as drift and kept; a failed push leaves the configuration wholly old. Each test restores

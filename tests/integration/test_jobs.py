@@ -1,4 +1,4 @@
-"""Deadline jobs on the real ResourceManager (issue 6, point 6; seed 004 Algorithms 3 and 6).
+"""Deadline jobs on the real ResourceManager (seed 004 Algorithms 3 and 6).
 
 The whole sidecar (``create_app`` with its lifespan and loops, over HTTP through ASGI) against
 the session's Hadoop RM. A burst of distributed-shell ``sleep`` jobs larger than the sidecar's

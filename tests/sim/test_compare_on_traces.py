@@ -1,5 +1,5 @@
-"""``yarn-sidecar simulate compare`` on the shared real traces, one CI-sized run per policy family
-(issue 7): the report is produced and the numbers obey what each family guarantees."""
+"""``yarn-sidecar simulate compare`` on the shared real traces, one CI-sized run per policy family:
+the report is produced and the numbers obey what each family guarantees."""
 
 from __future__ import annotations
 

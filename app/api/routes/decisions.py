@@ -1,5 +1,5 @@
 """``GET /decisions`` (filters, cursor pagination) and ``GET /decisions/{id}``: the audit trail of
-the controller (issue 5, point 4) and of every other decision the sidecar records."""
+the controller and of every other decision the sidecar records."""
 
 from __future__ import annotations
 

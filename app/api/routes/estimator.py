@@ -1,4 +1,4 @@
-"""``GET /estimator``: what Justice / PYTHIA has learned (seed 004, Algorithms 3 to 5; issue 6).
+"""``GET /estimator``: what Justice / PYTHIA has learned (seed 004, Algorithms 3 to 5).
 
 MinCPUFrac, MaxCPUFrac and LastCPUFrac of TRACK_JOB, the correction of Algorithm 5 (smoothed
 mean of the fraction errors), the fraction a job submitted now would get, and how many finished

@@ -1,4 +1,4 @@
-"""``/jobs``: submit deadline-tagged jobs, list them, see every decision, cancel (issue 6).
+"""``/jobs``: submit deadline-tagged jobs, list them, see every decision, cancel.
 
 ``POST /jobs`` stores the job and runs admission (Justice or PYTHIA, seed 004 Algorithm 6) in one
 committed transaction before it answers ``202`` with the first decision; the YARN submission of

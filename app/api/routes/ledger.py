@@ -1,4 +1,4 @@
-"""``GET /ledger``: the LTRF ledger from measured usage (issue 5, point 3; ``docs/policies.md``,
+"""``GET /ledger``: the LTRF ledger from measured usage (``docs/policies.md``,
 "Long- Term Resource Fairness"): per queue, entitlement, usage and debt over time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GET /policy``, ``PUT /policy`` and ``POST /policy/preview`` (issue 5, point 5): the operator's
+"""``GET /policy``, ``PUT /policy`` and ``POST /policy/preview``: the operator's
 view of and hand on the queue controller. Changes are validated through the policy registry
 (422 naming the field), persisted (a restart keeps them) and recorded as a decision."""
 

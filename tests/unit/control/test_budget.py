@@ -1,4 +1,4 @@
-"""Budgets on a capacity plan: bounds projection, step limit, exact sums (issue 5, point 2).
+"""Budgets on a capacity plan: bounds projection, step limit, exact sums.
 
 Expected values are computed by hand in the comments; properties check the invariants on random
 inputs (sum exactly 100.00, bounds, step limit)."""

@@ -1,5 +1,5 @@
 """The controller configuration: registry validation with named fields, overlays (PUT /policy),
-and value comparison for drift (issue 5, points 2 and 5)."""
+and value comparison for drift."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Plans: shares -> exact-100 capacities, bounds, hysteresis, step limit, maximum-capacity
-(issue 5, points 1 and 2). Expected numbers are worked out by hand in the comments."""
+"""Plans: shares -> exact-100 capacities, bounds, hysteresis, step limit, maximum-capacity.
+Expected numbers are worked out by hand in the comments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The admission service on both engines against an in-memory RM (issue 6, points 1-4).
+"""The admission service on both engines against an in-memory RM.
 
 Expected numbers are worked by hand from seed 004 Algorithms 3 to 6 and ``docs/policies.md``.
 """

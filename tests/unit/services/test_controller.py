@@ -1,4 +1,4 @@
-"""The controller tick on both database engines against a constructed RM (issue 5, points 1-4).
+"""The controller tick on both database engines against a constructed RM.
 
 Samples are stored as the poller stores them; the RM is ``tests.unit.control.fakes.FakeRM``.
 Expected capacities are hand computations (Fawkes TD weights, the 10-point step limit)."""
