@@ -131,3 +131,20 @@ def test_compare_shows_sharing_degrees_in_the_table_and_the_page(
     data = json.loads((out / "compare.json").read_text())
     degrees = data["results"][0]["mean_sharing_degree"]
     assert f"a: {degrees['a']:.4g}" in page
+
+
+def test_compare_in_parallel_processes_gives_the_serial_results(tmp_path: Path) -> None:
+    def run(jobs: int) -> list[dict[str, object]]:
+        out = tmp_path / f"jobs{jobs}"
+        argv = ["simulate", "compare", *COMMON, "--deadlines", "Aria1x3x", "--no-plots"]
+        argv += ["--policies", "justice,pythia,ltrf,fawkes:TD", "--out", str(out)]
+        assert _main([*argv, "--jobs", str(jobs)]) == 0
+        results = json.loads((out / "compare.json").read_text())["results"]
+        for r in results:
+            r.pop("wall_s")
+        return list(results)
+
+    serial, parallel = run(1), run(3)
+    assert [r["policy"] for r in parallel] == ["justice", "pythia", "ltrf", "fawkes:TD"]
+    assert parallel == serial
+    assert _main(["simulate", "compare", *COMMON, "--policies", "ltrf", "--jobs", "0"]) == 2
