@@ -230,9 +230,9 @@ class Settings(BaseSettings):
 
     def control_config(self) -> ControlConfig:
         """The queue controller's configuration from these settings (validated)."""
-        from app.control.config import resolve
+        from app.control.config import check_observable, resolve
 
-        return resolve(
+        cfg = resolve(
             policy=self.policy,
             params=self.policy_params,
             mode=self.mode.value,
@@ -246,6 +246,8 @@ class Settings(BaseSettings):
             floors=self.queue_floors,
             baseline=self.queue_baseline,
         )
+        check_observable(cfg)
+        return cfg
 
     @property
     def effective_database_url(self) -> str:

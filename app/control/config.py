@@ -219,3 +219,43 @@ def _suffix_param(policy: str) -> str | None:
 
 def _has_param(policy: str, param: str) -> bool:
     return any(p.name == param for p in registry.lookup(policy).params)
+
+
+# The optional fields of the observation view that the live controller fills: none, since the
+# ResourceManager's REST API reports no input sizes, task completions or per-job slowdowns.
+LIVE_VIEW: frozenset[str] = frozenset()
+
+
+def check_observable(cfg: ControlConfig, known: frozenset[str] = LIVE_VIEW) -> None:
+    """Refuse a configuration whose policy would decide on view fields the caller cannot fill
+    (``PolicySpec.needs``): ``PolicyError`` naming ``policy`` and what is missing. The simulator,
+    whose view has every field, does not call it."""
+    if cfg.policy == STATIC:
+        return
+    spec = registry.lookup(cfg.policy)
+    if spec.needs is None:
+        return
+    missing = {f: what for f, what in spec.needs(cfg.params).items() if f not in known}
+    if not missing:
+        return
+    usable = _usable_suffixes(cfg, known)
+    hint = f"; choose one computed from the RM's numbers: {', '.join(usable)}" if usable else ""
+    raise PolicyError(
+        "policy",
+        f"{cfg.policy} decides on {' and '.join(missing.values())}, which the ResourceManager's "
+        f"REST API does not report (no job history source is read), so it would decide on "
+        f"zeros{hint}; the simulator can run it",
+    )
+
+
+def _usable_suffixes(cfg: ControlConfig, known: frozenset[str]) -> list[str]:
+    spec = registry.lookup(cfg.policy)
+    key = spec.suffix_param
+    param = next((p for p in spec.params if p.name == key), None)
+    if spec.needs is None or key is None or param is None or not param.choices:
+        return []
+    return [
+        f"{spec.name}:{c}"
+        for c in param.choices
+        if set(spec.needs({**cfg.params, key: c})) <= known
+    ]

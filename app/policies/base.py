@@ -117,6 +117,10 @@ class PolicySpec:
     # The fraction of the cluster a simulation reserves as equal minimum shares when the operator
     # gives none (Fawkes' core nodes, seed 000 section 7.3); 0 for policies that need none.
     reserved_share: float = 0.0
+    # The optional fields of the observation view (``QueueInputs``) that these validated
+    # parameters decide on, each with what it measures; a caller whose view lacks one refuses the
+    # configuration rather than let the policy decide on zeros.
+    needs: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
 
     def defaults(self) -> dict[str, Any]:
         """The parameters with their default values."""

@@ -130,6 +130,7 @@ class Controller(LoopService):
         with transaction(self.sessions) as session:
             ctx = self.load_context(session, now_ms)
             cfg = control_config.overlay(ctx.cfg, changes)
+            control_config.check_observable(cfg)
             control_repo.save_control_config(session, ctx.cluster_id, cfg.to_dict(), now_ms)
             if live is not None:
                 control_repo.add_push(
@@ -381,12 +382,9 @@ class Controller(LoopService):
         """What a tick would decide now (optionally under changed settings); stores nothing."""
         ctx = await asyncio.to_thread(self.current, now_ms)
         if changes:
-            ctx = Context(
-                ctx.cluster_id,
-                control_config.overlay(ctx.cfg, changes),
-                "preview",
-                ctx.last_good_poll_ms,
-            )
+            cfg = control_config.overlay(ctx.cfg, changes)
+            control_config.check_observable(cfg)
+            ctx = Context(ctx.cluster_id, cfg, "preview", ctx.last_good_poll_ms)
         early = self._early_exit(ctx, now_ms)
         if early is not None and early[0] != "observe":
             return {"status": early[0], "reason": early[1], "config": ctx.cfg.to_dict()}

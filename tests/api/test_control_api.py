@@ -122,6 +122,10 @@ async def test_get_policy_shows_the_settings(api: httpx.AsyncClient) -> None:
         ({"bounds": {"root.etl": {"min": 70, "max": 60}}}, "bounds.root.etl.min: is above max"),
         ({"policy": "justice"}, "policy: 'justice' is an admission policy"),
         ({"max_step_pp": 0}, "max_step_pp: must be within"),
+        # the RM reports no input bytes, task completions or slowdowns: no deciding on zeros
+        ({"policy": "fawkes:DD"}, "policy: fawkes:DD decides on the input bytes of waiting jobs"),
+        ({"policy": "fawkes:TT"}, "policy: fawkes:TT decides on the tasks completed"),
+        ({"policy": "fawkes", "params": {"weighting": "JS"}}, "policy: fawkes:JS decides on"),
     ],
 )
 async def test_put_policy_rejects_invalid_values_naming_the_field(
@@ -180,6 +184,8 @@ async def test_preview_decides_without_pushing_or_recording(
     assert (await api.get("/decisions")).json()["items"] == []
     bad = await api.post("/policy/preview", json={"policy": "nope"})
     assert bad.status_code == 422 and bad.json()["detail"].startswith("policy:")
+    zeros = await api.post("/policy/preview", json={"policy": "fawkes:JS"})
+    assert zeros.status_code == 422 and "fawkes:TD" in zeros.json()["detail"]
 
 
 def _seed_decisions(db: Db) -> list[int]:

@@ -57,6 +57,7 @@ def test_env_names_are_public_interface(monkeypatch: pytest.MonkeyPatch) -> None
         ("YARN_SIDECAR_API_PORT", "70000", "YARN_SIDECAR_API_PORT"),
         ("YARN_SIDECAR_LOG_FORMAT", "xml", "YARN_SIDECAR_LOG_FORMAT"),
         ("YARN_SIDECAR_DATABASE_URL", "mysql://x/y", "YARN_SIDECAR_DATABASE_URL"),
+        ("YARN_SIDECAR_POLICY", "fawkes:DD", "YARN_SIDECAR_POLICY.*input bytes"),
     ],
 )
 def test_invalid_setting_is_refused_by_name(

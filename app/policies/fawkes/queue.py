@@ -41,6 +41,19 @@ def sample(q: QueueInputs) -> core.QueueSample:
     )
 
 
+# Fawkes weightings that read what the RM's REST API does not report (seed 000, section 4.2).
+_NEEDS = {
+    "DD": {"waiting_input_bytes": "the input bytes of waiting jobs"},
+    "TT": {"completed_tasks": "the tasks completed in each interval"},
+    "JS": {"slowdowns": "the slowdowns of running jobs against their profiles"},
+}
+
+
+def needs(params: Mapping[str, Any]) -> Mapping[str, str]:
+    """The view fields the configured weighting decides on beyond the RM's numbers."""
+    return _NEEDS.get(str(params.get("weighting", "")), {})
+
+
 def decide(
     view: PolicyInputs,
     queues: tuple[str, ...],
