@@ -15,7 +15,13 @@ from sqlalchemy import CursorResult, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, JobDecision
+from app.db.jobs_models import (
+    AdmissionSetting,
+    EstimatorObservation,
+    EstimatorStateRow,
+    Job,
+    JobDecision,
+)
 from app.db.models import Application, Cluster, ClusterSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
@@ -392,3 +398,26 @@ def observations(session: Session, limit: int = 100) -> list[EstimatorObservatio
         .limit(limit)
     )
     return list(session.scalars(stmt))
+
+
+# ---- the admission policy chosen at run time -----------------------------------------------------
+
+
+def admission_setting(session: Session, cluster_name: str) -> AdmissionSetting | None:
+    """The operator's admission policy for the cluster, or ``None`` (use the settings)."""
+    return session.get(AdmissionSetting, cluster_name)
+
+
+def save_admission_setting(
+    session: Session, cluster_name: str, policy: str, params: dict[str, Any], now_ms: int
+) -> AdmissionSetting:
+    """Store (insert or replace) the admission policy for the cluster."""
+    row = session.get(AdmissionSetting, cluster_name, with_for_update=True)
+    if row is None:
+        row = AdmissionSetting(cluster_name=cluster_name)
+        session.add(row)
+    row.policy = policy
+    row.params = params
+    row.updated_ms = now_ms
+    session.flush()
+    return row

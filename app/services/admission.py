@@ -38,6 +38,7 @@ deployment; the compare-and-set steps keep a second one from submitting a job tw
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -49,6 +50,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import jobs_repo, leader_repo, repo
 from app.db.jobs_models import Job, JobDecision
+from app.db.models import Decision
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES, AppRecord
@@ -60,8 +62,12 @@ from app.jobs.rounds import (
     admission_round,
     config_from_settings,
     learn_pass,
+    policy_of,
     record_step,
+    with_policy,
 )
+from app.policies import registry
+from app.policies.base import PolicyError
 from app.services.admission_batch import Overloaded, SubmissionBatcher
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.settings import Mode, Settings
@@ -157,7 +163,11 @@ class AdmissionService(LoopService):
         super().__init__(interval_s, clock)
         self.rm = rm
         self.sessions = sessions
+        # ``default_cfg`` is the settings' policy; ``cfg`` the one the last round ran, which
+        # ``PUT /admission`` (stored in the database, read by every round) may have changed.
+        self.default_cfg = cfg
         self.cfg = cfg
+        self._cfg_key: tuple[str, str, int] | None = None
         self.options = options
         # Serialises admission and learning in this process (SQLite has no row locks; on
         # PostgreSQL the estimator row lock does the same across processes).
@@ -177,6 +187,67 @@ class AdmissionService(LoopService):
         self._kick_again = False
         self.last_round: RoundResult | None = None
         self.last_learn: LearnResult | None = None
+
+    # ---- the admission policy -------------------------------------------------------------------
+
+    def current_cfg(self, session: Session) -> AdmissionConfig:
+        """The configuration this round runs: the stored ``PUT /admission`` choice, else the
+        settings'. A stored choice that no longer validates (a parameter renamed by an upgrade)
+        is logged and the settings' policy runs."""
+        row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
+        if row is None:
+            self.cfg, self._cfg_key = self.default_cfg, None
+            return self.cfg
+        key = (row.policy, json.dumps(row.params, sort_keys=True), row.updated_ms)
+        if key != self._cfg_key:
+            try:
+                policy = registry.admission_policy(row.policy, row.params)
+            except PolicyError as exc:
+                self.log.error("stored admission policy %r is invalid (%s)", row.policy, exc)
+                self.cfg, self._cfg_key = self.default_cfg, None
+                return self.cfg
+            self.cfg, self._cfg_key = with_policy(self.default_cfg, policy), key
+        return self.cfg
+
+    def policy_source(self, session: Session) -> str:
+        """``operator`` when ``PUT /admission`` chose the policy, else ``settings``."""
+        row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
+        return "settings" if row is None else "operator"
+
+    def set_policy(self, name: str, params: Mapping[str, Any], now_ms: int) -> AdmissionConfig:
+        """``PUT /admission``: validate through the registry (``PolicyError`` naming ``policy``
+        or ``params.<name>``), store it and record the change in the audit trail."""
+        policy = registry.admission_policy(name, params)
+        with self._db_lock, transaction(self.sessions) as session:
+            previous = self.current_cfg(session)
+            old = policy_of(previous)
+            jobs_repo.save_admission_setting(
+                session, self.default_cfg.cluster_name, policy.name, dict(policy.params), now_ms
+            )
+            cluster = repo.ensure_cluster(
+                session, self.default_cfg.cluster_name, self.options.rm_urls, now_ms
+            )
+            repo.add_decision(
+                session,
+                Decision(
+                    cluster_id=cluster.id,
+                    created_ms=now_ms,
+                    kind="policy",
+                    policy=policy.name,
+                    mode=previous.mode,
+                    params=dict(policy.params),
+                    inputs={
+                        "scope": "admission",
+                        "previous": {"policy": old.name, "params": dict(old.params)},
+                        "changes": {"policy": name, "params": dict(params)},
+                    },
+                    outputs={"admission": {"policy": policy.name, "params": dict(policy.params)}},
+                    status="applied",
+                    reason=f"operator set the admission policy to {policy.name}",
+                ),
+            )
+            self._cfg_key = None
+            return self.current_cfg(session)
 
     @property
     def has_harness(self) -> bool:
@@ -234,7 +305,8 @@ class AdmissionService(LoopService):
                 if existing is not None:
                     return _replayed(session, existing, new)
             job = jobs_repo.add_job(session, _job_row(new, now_ms))
-            result = admission_round(session, self.cfg, now_ms, "submission", requester=job.id)
+            cfg = self.current_cfg(session)
+            result = admission_round(session, cfg, now_ms, "submission", requester=job.id)
             session.refresh(job)
             self.last_round = result
             return Submitted(job, result.requester_decision, True)
@@ -261,7 +333,7 @@ class AdmissionService(LoopService):
                 round_ms = max(now_ms for _, now_ms in items)
                 result = admission_round(
                     session,
-                    self.cfg,
+                    self.current_cfg(session),
                     round_ms,
                     "submission",
                     requesters=[job.id for _, job in created],
@@ -371,11 +443,11 @@ class AdmissionService(LoopService):
 
     def _learn(self, now_ms: int) -> LearnResult:
         with self._db_lock, transaction(self.sessions) as session:
-            return learn_pass(session, self.cfg, now_ms)
+            return learn_pass(session, self.current_cfg(session), now_ms)
 
     def _round(self, now_ms: int, trigger: str) -> RoundResult:
         with self._db_lock, transaction(self.sessions) as session:
-            return admission_round(session, self.cfg, now_ms, trigger)
+            return admission_round(session, self.current_cfg(session), now_ms, trigger)
 
     async def act(self) -> None:
         """Kill, submit and set timeouts for every job that needs it.

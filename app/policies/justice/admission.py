@@ -23,9 +23,7 @@ class JusticeAdmission:
     def __init__(self, params: core.JusticeParams) -> None:
         self.justice = params
         self.name = params.variant
-        self.params: Mapping[str, Any] = {
-            k: v for k, v in asdict(params).items() if k != "variant"
-        }
+        self.params: Mapping[str, Any] = {k: v for k, v in asdict(params).items() if k != "variant"}
 
     def booked(self, running: Sequence[Any]) -> int:
         """CPUs granted to the running jobs."""
