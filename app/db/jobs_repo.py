@@ -7,7 +7,8 @@ kill) never overwrite each other's step, on one process or several.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -421,3 +422,44 @@ def save_admission_setting(
     row.updated_ms = now_ms
     session.flush()
     return row
+
+
+def new_job_id() -> str:
+    """A random 32-hex-digit id (lower case, as YARN stores tags)."""
+    return uuid.uuid4().hex
+
+
+def new_job_row(
+    *,
+    name: str,
+    queue: str,
+    requested_tasks: int,
+    input_bytes: int | None,
+    block_size: int | None,
+    deadline_ms: int,
+    run: Mapping[str, Any],
+    tags: Sequence[str],
+    idempotency_key: str | None,
+    request_hash: str,
+    now_ms: int,
+) -> Job:
+    """A queued job as ``POST /jobs`` stores it (not yet added to a session)."""
+    return Job(
+        id=new_job_id(),
+        name=name,
+        queue=queue,
+        state=QUEUED,
+        requested_tasks=requested_tasks,
+        input_bytes=input_bytes,
+        block_size=block_size,
+        deadline_s=(deadline_ms - now_ms) / 1000,
+        deadline_ms=deadline_ms,
+        submitted_ms=now_ms,
+        run=dict(run),
+        tags=list(tags),
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        timeout_set=False,
+        reason="",
+        updated_ms=now_ms,
+    )

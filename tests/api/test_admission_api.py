@@ -115,6 +115,8 @@ async def test_the_next_round_runs_the_new_policy(served: Served) -> None:
     assert second["eta"] is not None and second["eta"]["action"] in ("admit", "queue")
     rounds = (await served.anon.get("/decisions?kind=admission", headers=h)).json()["items"]
     assert rounds[0]["policy"] == "promise"
+    est = (await served.anon.get("/estimator", headers=h)).json()
+    assert est["policy"] == "promise" and est["admitted_floor_vcores"] is not None
     r = await served.anon.put("/admission", json={"policy": "pythia"}, headers=h)
     assert r.status_code == 200
     third = (await served.anon.post("/jobs", json=_job("c"), headers=h)).json()

@@ -38,9 +38,11 @@ class PromiseAdmission:
         capacity: int,
         now: float,
         estimator: Any,
+        load: core.Load | None = None,
     ) -> list[core.Decision]:
-        """The planner over ``core.WaitingJob`` / ``core.RunningJob`` with an ``Estimator``."""
-        return core.admit(waiting, running, free, capacity, now, estimator, self.planner)
+        """The planner over ``core.WaitingJob`` / ``core.RunningJob`` with an ``Estimator``;
+        ``load`` (recent arrivals, ``core.LoadMeter``) where the caller measures it."""
+        return core.admit(waiting, running, free, capacity, now, estimator, self.planner, load)
 
     def learn(self, estimator: Any, outcome: Any, capacity: int) -> Estimator:
         """The estimator after one finished run (an ``estimator.Outcome``)."""
