@@ -3,8 +3,9 @@
 ``admission_round`` is ADMISSION_CONTROL (seed 004, Algorithm 6) as the sidecar runs it: on every
 submission, every completion and every service tick (so deadlines that pass between events still
 drop waiting jobs and kill large violators). It reads the queued and the CPU-holding jobs, calls
-``app.policies.justice.admit`` and applies each decision with a compare-and-set state change, so a
-job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
+the admission policy (an ``AdmissionPolicy`` from ``app.policies.registry``: Justice, PYTHIA, or
+Promise through ``promise_round``) and applies each decision with a compare-and-set state change,
+so a job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
 finished applications. Both lock the estimator row first (one lock order, no deadlocks).
 
 A job ends (and frees its CPUs) at its app's first final record, but is learned from only once
