@@ -412,15 +412,18 @@ def admission_setting(session: Session, cluster_name: str) -> AdmissionSetting |
 def save_admission_setting(
     session: Session, cluster_name: str, policy: str, params: dict[str, Any], now_ms: int
 ) -> AdmissionSetting:
-    """Store (insert or replace) the admission policy for the cluster."""
-    row = session.get(AdmissionSetting, cluster_name, with_for_update=True)
-    if row is None:
-        row = AdmissionSetting(cluster_name=cluster_name)
-        session.add(row)
-    row.policy = policy
-    row.params = params
-    row.updated_ms = now_ms
-    session.flush()
+    """Store (insert or replace) the admission policy for the cluster; two operators writing at
+    once both succeed, the later write wins, and neither sees a key conflict."""
+    change = {"policy": policy, "params": params, "updated_ms": now_ms}
+    values = {"cluster_name": cluster_name, **change}
+    if session.get_bind().dialect.name == "postgresql":
+        pg = postgresql.insert(AdmissionSetting).values(values)
+        session.execute(pg.on_conflict_do_update(index_elements=["cluster_name"], set_=change))
+    else:
+        lite = sqlite.insert(AdmissionSetting).values(values)
+        session.execute(lite.on_conflict_do_update(index_elements=["cluster_name"], set_=change))
+    row = session.get(AdmissionSetting, cluster_name, populate_existing=True)
+    assert row is not None
     return row
 
 
