@@ -17,6 +17,7 @@ from fastapi import Depends, FastAPI
 import app as app_pkg
 from app.api.auth import metrics_access, require
 from app.api.hardening import install_hardening
+from app.api.routes import admission as admission_routes
 from app.api.routes import (
     apps,
     dashboard,
@@ -186,6 +187,7 @@ def create_app(
     api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
     for router in (health.router, dashboard.router, policy.router, jobs_routes.router):
         api.include_router(router)
+    api.include_router(admission_routes.router)
     for router in (observe.router, whatif.router):
         api.include_router(router, dependencies=viewer)
     api.mount("/ui/static", dashboard.static_files(), name="ui-static")

@@ -266,6 +266,8 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     jc.add_argument("id")
     jc.set_defaults(func=_run(jobs_cancel))
 
+    configure_admission(sub)
+
 
 def _run(
     action: Callable[[httpx.Client, argparse.Namespace], str],
@@ -283,3 +285,38 @@ def _run(
         return 0
 
     return run
+
+
+def admission_show(client: httpx.Client, args: argparse.Namespace) -> str:
+    """``GET /admission``: the admission policy the next round runs, and the alternatives."""
+    result = _call(client, "GET", "/admission")
+    if args.json:
+        return json.dumps(result, indent=2, sort_keys=True)
+    params = ", ".join(f"{k}={v}" for k, v in sorted(result["params"].items()))
+    others = ", ".join(p["name"] for p in result["policies"])
+    return f"{result['policy']} ({result['source']}): {params}\nregistered: {others}"
+
+
+def admission_set(client: httpx.Client, args: argparse.Namespace) -> str:
+    """``PUT /admission``: switch the admission policy (the next round runs it)."""
+    body: dict[str, Any] = {"policy": args.policy}
+    if args.params:
+        try:
+            body["params"] = json.loads(args.params)
+        except json.JSONDecodeError as exc:
+            raise OperatorError(f"--params: invalid JSON: {exc.msg}", usage=True) from exc
+    _call(client, "PUT", "/admission", json=body, flags=True)
+    return admission_show(client, args)
+
+
+def configure_admission(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``yarn-sidecar admission show|set`` against a running sidecar."""
+    common = _common()
+    adm = sub.add_parser("admission", help="the admission policy of a running sidecar")
+    asub = adm.add_subparsers(dest="admission_command", required=True, metavar="ACTION")
+    show = asub.add_parser("show", parents=[common], help="the active admission policy")
+    show.set_defaults(func=_run(admission_show))
+    put = asub.add_parser("set", parents=[common], help="switch the admission policy")
+    put.add_argument("policy", help="justice, pythia or promise")
+    put.add_argument("--params", help="the policy's parameters as a JSON object")
+    put.set_defaults(func=_run(admission_set))

@@ -198,7 +198,7 @@ def prefill(database_url: str, waiting: int) -> None:
     """Migrate and store ``waiting`` queued jobs, as accepted submissions would have."""
     from app.db.migrate import upgrade
     from app.db.session import make_engine, make_session_factory, transaction
-    from app.services.admission import NewJob, _job_row
+    from app.services.admission import NewJob, job_row
 
     upgrade(database_url)
     engine = make_engine(database_url)
@@ -218,7 +218,7 @@ def prefill(database_url: str, waiting: int) -> None:
                     idempotency_key=None,
                     request_hash=f"prefill-{n}",
                 )
-                session.add(_job_row(new, now_ms))
+                session.add(job_row(new, now_ms))
     finally:
         engine.dispose()
 

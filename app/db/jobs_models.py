@@ -12,6 +12,7 @@ Justice").
   every update bumps ``version`` in the transaction that records what was learned.
 * ``estimator_observations``: one row per YARN application considered for TRACK_JOB, keyed by the
   app id, so each finished app teaches the estimator exactly once, across restarts too.
+* ``admission_settings``: the admission policy the operator chose at run time (``PUT /admission``).
 """
 
 from __future__ import annotations
@@ -131,3 +132,16 @@ class EstimatorObservation(Base):
     success: Mapped[bool | None] = mapped_column(Boolean)
     estimator_version: Mapped[int | None] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(Text, default="")
+
+
+class AdmissionSetting(Base):
+    """The operator's admission policy and parameters set through ``PUT /admission``, one row per
+    cluster (absent: ``YARN_SIDECAR_ADMISSION_POLICY`` from the settings). In the database so a
+    restart keeps it and every replica's admission round reads the same policy."""
+
+    __tablename__ = "admission_settings"
+
+    cluster_name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    policy: Mapped[str] = mapped_column(String(100))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_ms: Mapped[int] = mapped_column(BigInteger)

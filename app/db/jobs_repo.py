@@ -7,7 +7,8 @@ kill) never overwrite each other's step, on one process or several.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,13 @@ from sqlalchemy import CursorResult, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db.jobs_models import EstimatorObservation, EstimatorStateRow, Job, JobDecision
+from app.db.jobs_models import (
+    AdmissionSetting,
+    EstimatorObservation,
+    EstimatorStateRow,
+    Job,
+    JobDecision,
+)
 from app.db.models import Application, Cluster, ClusterSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
@@ -392,3 +399,70 @@ def observations(session: Session, limit: int = 100) -> list[EstimatorObservatio
         .limit(limit)
     )
     return list(session.scalars(stmt))
+
+
+# ---- the admission policy chosen at run time -----------------------------------------------------
+
+
+def admission_setting(session: Session, cluster_name: str) -> AdmissionSetting | None:
+    """The operator's admission policy for the cluster, or ``None`` (use the settings)."""
+    return session.get(AdmissionSetting, cluster_name)
+
+
+def save_admission_setting(
+    session: Session, cluster_name: str, policy: str, params: dict[str, Any], now_ms: int
+) -> AdmissionSetting:
+    """Store (insert or replace) the admission policy for the cluster; two operators writing at
+    once both succeed, the later write wins, and neither sees a key conflict."""
+    change = {"policy": policy, "params": params, "updated_ms": now_ms}
+    values = {"cluster_name": cluster_name, **change}
+    if session.get_bind().dialect.name == "postgresql":
+        pg = postgresql.insert(AdmissionSetting).values(values)
+        session.execute(pg.on_conflict_do_update(index_elements=["cluster_name"], set_=change))
+    else:
+        lite = sqlite.insert(AdmissionSetting).values(values)
+        session.execute(lite.on_conflict_do_update(index_elements=["cluster_name"], set_=change))
+    row = session.get(AdmissionSetting, cluster_name, populate_existing=True)
+    assert row is not None
+    return row
+
+
+def new_job_id() -> str:
+    """A random 32-hex-digit id (lower case, as YARN stores tags)."""
+    return uuid.uuid4().hex
+
+
+def new_job_row(
+    *,
+    name: str,
+    queue: str,
+    requested_tasks: int,
+    input_bytes: int | None,
+    block_size: int | None,
+    deadline_ms: int,
+    run: Mapping[str, Any],
+    tags: Sequence[str],
+    idempotency_key: str | None,
+    request_hash: str,
+    now_ms: int,
+) -> Job:
+    """A queued job as ``POST /jobs`` stores it (not yet added to a session)."""
+    return Job(
+        id=new_job_id(),
+        name=name,
+        queue=queue,
+        state=QUEUED,
+        requested_tasks=requested_tasks,
+        input_bytes=input_bytes,
+        block_size=block_size,
+        deadline_s=(deadline_ms - now_ms) / 1000,
+        deadline_ms=deadline_ms,
+        submitted_ms=now_ms,
+        run=dict(run),
+        tags=list(tags),
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        timeout_set=False,
+        reason="",
+        updated_ms=now_ms,
+    )

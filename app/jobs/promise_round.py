@@ -28,6 +28,7 @@ from app.db.models import Application, Decision
 from app.db.promise_history import EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
+from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
 from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, params_from
@@ -63,7 +64,7 @@ def admitted_floor(session: Session, values: dict[str, Any]) -> int:
 def promise_round(
     session: Session,
     cfg: AdmissionConfig,
-    values: dict[str, Any],
+    policy: AdmissionPolicy,
     deadline_queue: str,
     now_ms: int,
     trigger: str,
@@ -79,14 +80,14 @@ def promise_round(
     result = RoundResult(capacity=cap)
     if cap is None:
         return result
-    params = core.promise_params(values)
+    values = dict(policy.params)
     est = estimator_for(session, values, cap)
     waiting, running = admission_jobs(session)
     foreign = foreign_vcores(session, deadline_queue)
-    booked = core.booked_floor(running, params)
+    booked = policy.booked(running)
     free = max(cap - foreign - booked, 0)
     now = now_ms / 1000
-    decisions = core.admit(waiting, running, free, cap, now, est, params)
+    decisions: list[core.Decision] = list(policy.admit(waiting, running, free, cap, now, est))
     numbers = {
         "trigger": trigger,
         "capacity": cap,
@@ -111,7 +112,7 @@ def promise_round(
             cluster_id=jobs_repo.cluster_id(session, cfg.cluster_name),
             created_ms=now_ms,
             kind="admission",
-            policy="promise",
+            policy=policy.name,
             mode=cfg.mode,
             params=dict(values),
             inputs=dict(numbers),
@@ -130,7 +131,7 @@ def promise_round(
                 round_id=result.round_id,
                 created_ms=now_ms,
                 action=d.action,
-                policy="promise",
+                policy=policy.name,
                 cpus=d.cpus,
                 reason=d.reason,
                 numbers={**numbers, "eta": d.to_dict()},

@@ -3,8 +3,9 @@
 ``admission_round`` is ADMISSION_CONTROL (seed 004, Algorithm 6) as the sidecar runs it: on every
 submission, every completion and every service tick (so deadlines that pass between events still
 drop waiting jobs and kill large violators). It reads the queued and the CPU-holding jobs, calls
-``app.policies.justice.admit`` and applies each decision with a compare-and-set state change, so a
-job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
+the admission policy (an ``AdmissionPolicy`` from ``app.policies.registry``: Justice, PYTHIA, or
+Promise through ``promise_round``) and applies each decision with a compare-and-set state change,
+so a job cancelled meanwhile is never admitted. ``learn_pass`` feeds TRACK_JOB (Algorithm 3) from
 finished applications. Both lock the estimator row first (one lock order, no deadlocks).
 
 A job ends (and frees its CPUs) at its app's first final record, but is learned from only once
@@ -26,7 +27,7 @@ are capacity minus the CPUs granted to admitted, submitting and submitted jobs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -37,9 +38,11 @@ from app.db.models import Application, Decision
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
+from app.policies import registry
+from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
+from app.policies.justice.admission import JusticeAdmission
 from app.policies.justice.core import EstimatorState, JobOutcome, JusticeParams
-from app.policies.promise import core as promise_core
 from app.settings import Settings
 
 
@@ -57,6 +60,9 @@ class AdmissionConfig:
     # Promise's validated parameters when it is the admission policy (Justice still learns)
     promise: Mapping[str, Any] | None = None
     deadline_queue: str = "root.deadline"
+    # The admission policy (``app.policies.registry``); None: the one ``params`` or ``promise``
+    # describe (``policy_of``).
+    policy: AdmissionPolicy | None = None
 
 
 @dataclass(slots=True)
@@ -93,34 +99,68 @@ class LearnResult:
 
 
 def config_from_settings(settings: Settings) -> AdmissionConfig:
-    """The policy (validated by its ``PolicySpec``) and capacity source from the settings."""
-    promise = None
-    if settings.admission_policy == "promise":
-        promise = promise_core.make_params(
-            {
-                "quantile": settings.promise_quantile,
-                "min_samples": settings.promise_min_samples,
-                "window": settings.promise_window,
-                "am_containers": settings.promise_am_containers,
-                "crowd_out": settings.promise_crowd_out,
-            }
-        )
-    params = justice.make_params(
-        "justice" if promise is not None else settings.admission_policy,
-        {
-            "smoothing": settings.admission_smoothing,
-            "alpha": settings.admission_alpha,
-            "drop_threshold": settings.drop_threshold,
-        },
-    )
-    return AdmissionConfig(
-        params,
+    """The start-up policy (``YARN_SIDECAR_ADMISSION_POLICY``, validated by its ``PolicySpec``
+    through the registry) and the capacity source from the settings."""
+    learning = justice.make_params("justice", _justice_settings(settings))
+    base = AdmissionConfig(
+        learning,
         settings.deadline_capacity_vcores,
         settings.cluster_name,
         settings.mode.value,
-        promise=promise,
         deadline_queue=settings.deadline_queue,
     )
+    spec = registry.lookup(settings.admission_policy, "admission_policy")
+    known = {p.name for p in spec.params}
+    values = {k: v for k, v in _policy_settings(settings).items() if k in known}
+    return with_policy(base, registry.admission_policy(spec.name, values, "admission_policy"))
+
+
+def _justice_settings(settings: Settings) -> dict[str, Any]:
+    return {
+        "smoothing": settings.admission_smoothing,
+        "alpha": settings.admission_alpha,
+        "drop_threshold": settings.drop_threshold,
+    }
+
+
+def _policy_settings(settings: Settings) -> dict[str, Any]:
+    """Every admission parameter the settings carry; each policy takes the ones it declares."""
+    return {
+        **_justice_settings(settings),
+        "quantile": settings.promise_quantile,
+        "min_samples": settings.promise_min_samples,
+        "window": settings.promise_window,
+        "am_containers": settings.promise_am_containers,
+        "crowd_out": settings.promise_crowd_out,
+    }
+
+
+def with_policy(cfg: AdmissionConfig, policy: AdmissionPolicy) -> AdmissionConfig:
+    """``cfg`` running ``policy``. The Justice estimator row learns under every policy: with
+    its own parameters when the policy keeps its estimator there (Justice, PYTHIA), with
+    Justice's (``cfg``'s smoothing, alpha, drop threshold) when it rebuilds one from history."""
+    if policy.estimator_source == "state":
+        return replace(
+            cfg, params=justice.make_params(policy.name, policy.params), policy=policy, promise=None
+        )
+    learning = justice.make_params(
+        "justice",
+        {
+            "smoothing": cfg.params.smoothing,
+            "alpha": cfg.params.alpha,
+            "drop_threshold": cfg.params.drop_threshold,
+        },
+    )
+    return replace(cfg, params=learning, policy=policy, promise=dict(policy.params))
+
+
+def policy_of(cfg: AdmissionConfig) -> AdmissionPolicy:
+    """The admission policy ``cfg`` runs (one built from its parameters when none was set)."""
+    if cfg.policy is not None:
+        return cfg.policy
+    if cfg.promise is not None:
+        return registry.admission_policy("promise", cfg.promise)
+    return registry.admission_policy(cfg.params.variant, _params_dict(cfg.params))
 
 
 def estimator_summary(state: EstimatorState, params: JusticeParams) -> dict[str, Any]:
@@ -160,13 +200,14 @@ def admission_round(
     ``requester`` (or several ``requesters``, when concurrent submissions share one round): jobs
     whose decision is recorded even when it is "queue"."""
     wanted = set(requesters) | ({requester} if requester is not None else set())
-    if cfg.promise is not None:
+    policy = policy_of(cfg)
+    if policy.estimator_source == "history":
         from app.jobs.promise_round import promise_round  # it builds on this module
 
         return promise_round(
             session,
             cfg,
-            dict(cfg.promise),
+            policy,
             cfg.deadline_queue,
             now_ms,
             trigger,
@@ -184,9 +225,9 @@ def admission_round(
                 result.requester_decision = decided
         return result
     waiting, running = jobs_repo.admission_inputs(session)
-    free = max(result.capacity - sum(j.cpus for j in running), 0)
-    result.decisions = justice.admit(
-        state, waiting, running, free, result.capacity, now_ms / 1000, cfg.params
+    free = max(result.capacity - policy.booked(running), 0)
+    result.decisions = list(
+        policy.admit(waiting, running, free, result.capacity, now_ms / 1000, state)
     )
     numbers = {
         "trigger": trigger,
@@ -419,6 +460,11 @@ class _Learning:
     next_version: int
     result: LearnResult = field(default_factory=LearnResult)
 
+    @property
+    def learner(self) -> AdmissionPolicy:
+        """TRACK_JOB with the Justice estimator's parameters (the row every policy keeps)."""
+        return JusticeAdmission(self.cfg.params)
+
     def follow_job(self, job: Job, app: Application) -> None:
         """Copy the app's progress onto the job; when it is final, end the job (its CPUs are free
         at once; learning waits until the app's accounting has settled)."""
@@ -449,7 +495,7 @@ class _Learning:
             app_id=app.app_id, job_id=job_id, source=source, observed_ms=self.now_ms
         )
         if isinstance(outcome, JobOutcome) and self.cap is not None:
-            self.state = justice.track_job(self.state, outcome, self.cap, self.cfg.params)
+            self.state = self.learner.learn(self.state, outcome, self.cap)
             self.result.learned += 1
             _fill_learned(row, outcome, self.next_version)
         else:

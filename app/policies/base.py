@@ -7,7 +7,7 @@ collects them so the controller, the simulator and the playground look policies 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -121,6 +121,9 @@ class PolicySpec:
     # parameters decide on, each with what it measures; a caller whose view lacks one refuses the
     # configuration rather than let the policy decide on zeros.
     needs: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
+    # The admission adapter (validated parameters -> an ``AdmissionPolicy``); None for queue,
+    # placement and task policies.
+    admission: AdmissionPolicyFactory | None = None
 
     def defaults(self) -> dict[str, Any]:
         """The parameters with their default values."""
@@ -167,3 +170,38 @@ class QueuePolicy(Protocol):
         context: QueueContext,
         state: Mapping[str, Any],
     ) -> PolicyOutcome: ...
+
+
+# ---- admission policies ------------------------------------------------------------------------
+
+
+class AdmissionPolicy(Protocol):
+    """An admission policy's seam: one round's waiting and running jobs, the free and total
+    deadline vcores, the time and the estimator -> one decision per job; and what a finished
+    job teaches the estimator.
+
+    ``estimator_source`` says where the live sidecar keeps the estimator: ``"state"`` (one
+    persisted estimator row, updated by ``learn``) or ``"history"`` (rebuilt from every learned
+    observation). ``booked`` is what the running jobs hold, so free = capacity - booked."""
+
+    name: str
+    params: Mapping[str, Any]
+    estimator_source: str
+
+    def booked(self, running: Sequence[Any]) -> int: ...
+
+    def admit(
+        self,
+        waiting: Sequence[Any],
+        running: Sequence[Any],
+        free: int,
+        capacity: int,
+        now: float,
+        estimator: Any,
+    ) -> Sequence[Any]: ...
+
+    def learn(self, estimator: Any, outcome: Any, capacity: int) -> Any: ...
+
+
+# Validated parameters -> the policy; set on a ``PolicySpec`` as its ``admission`` hook.
+AdmissionPolicyFactory = Callable[[Mapping[str, Any]], AdmissionPolicy]

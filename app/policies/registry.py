@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType, ModuleType
+from typing import Any
 
 from app.policies import fawkes, hybridmr, justice, ltrf, prism, promise, proportional, rrf
-from app.policies.base import PolicyError, PolicySpec
+from app.policies.base import AdmissionPolicy, PolicyError, PolicySpec
 
 # One entry per policy folder (each exports ``REGISTRY``); adding a policy family is one line here.
 _FAMILIES: tuple[ModuleType, ...] = (
@@ -61,3 +62,24 @@ def lookup(name: str, field: str = "policy") -> PolicySpec:
 def family(name: str, field: str = "policy") -> str:
     """The package of the folder that owns ``name`` (``app.policies.ltrf`` for ``mlrf``)."""
     return _FAMILY_OF[lookup(name, field).name]
+
+
+# ---- admission policies ------------------------------------------------------------------------
+
+
+def admission_names() -> list[str]:
+    """Policies the admission service can run (those with an admission adapter)."""
+    return sorted(n for n, s in POLICIES.items() if s.admission is not None)
+
+
+def admission_policy(
+    name: str, values: Mapping[str, Any] | None = None, field: str = "policy"
+) -> AdmissionPolicy:
+    """The admission policy ``name`` with ``values`` validated by its spec; ``PolicyError``
+    naming ``field`` (or ``params.<name>``) when the name or a parameter is wrong."""
+    spec = POLICIES.get(name)
+    if spec is None or spec.admission is None:
+        raise PolicyError(
+            field, f"unknown admission policy {name!r}; known: {', '.join(admission_names())}"
+        )
+    return spec.admission(spec.validate(values or {}, prefix="params."))

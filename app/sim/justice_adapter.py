@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.policies.justice import core as justice
+from app.policies.justice.admission import JusticeAdmission
 from app.sim.cluster import PRIORITY_REPLAN
 from app.sim.jobs import JobRun, Status
 from app.sim.runner import SimContext
@@ -142,19 +143,19 @@ class JusticeAllocator(_Admission):
     def __init__(self, variant: str = "justice", params: Mapping[str, Any] | None = None):
         super().__init__()
         self.name = variant
-        self.params = justice.make_params(variant, params)
+        self.policy = JusticeAdmission(justice.make_params(variant, params))
+        self.params = self.policy.justice
         self.state = justice.EstimatorState()
 
     def _decide(self, free: int, now: float) -> list[justice.Decision]:
         assert self.ctx is not None
-        return justice.admit(
-            self.state,
+        return self.policy.admit(
             list(self._specs.values()),
             self._running_specs(),
             free,
             self.ctx.cluster.capacity,
             now,
-            self.params,
+            self.state,
         )
 
     def _killable(self, run: JobRun) -> bool:
@@ -170,7 +171,7 @@ class JusticeAllocator(_Admission):
             run.grant,
             run.status is Status.SUCCEEDED,
         )
-        self.state = justice.track_job(self.state, outcome, self.ctx.cluster.capacity, self.params)
+        self.state = self.policy.learn(self.state, outcome, self.ctx.cluster.capacity)
 
 
 class OracleAllocator(_Admission):

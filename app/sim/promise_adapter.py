@@ -19,6 +19,7 @@ from typing import Any
 
 from app.policies.justice import core as justice
 from app.policies.promise import core
+from app.policies.promise.admission import PromiseAdmission
 from app.policies.promise.estimator import Estimator, Outcome, params_from
 from app.policies.promise.signature import Keys, normalise_name, size_class
 from app.sim.jobs import JobRun, SimJob
@@ -41,7 +42,8 @@ class PromiseAllocator(_Admission):
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         values = core.make_params(params)
-        self.params = core.promise_params(values)
+        self.policy = PromiseAdmission(values)
+        self.params = self.policy.planner
         self.estimator = Estimator(params_from(values))
         self._keys: dict[str, Keys] = {}
         self.decisions["keep"] = 0
@@ -65,9 +67,8 @@ class PromiseAllocator(_Admission):
     def _track(self, run: JobRun) -> None:
         assert self.ctx is not None
         job = run.job
-        self.estimator.learn(
-            Outcome(self._keys[job.job_id], job.tasks, job.work, job.deadline_s, run.max_cpus)
-        )
+        outcome = Outcome(self._keys[job.job_id], job.tasks, job.work, job.deadline_s, run.max_cpus)
+        self.estimator = self.policy.learn(self.estimator, outcome, self.ctx.cluster.capacity)
 
     def ended(self, run: JobRun) -> None:
         """Learn (via ``_track``), forget the keys, run admission again."""
@@ -102,7 +103,7 @@ class PromiseAllocator(_Admission):
         cap = self.ctx.cluster.capacity
         load = self.meter.load(now)
         wake = math.inf
-        for d in core.admit(waiting, running, free, cap, now, self.estimator, self.params, load):
+        for d in self.policy.admit(waiting, running, free, cap, now, self.estimator, load=load):
             if d.action == "queue" and d.latest_start_s is not None:
                 wake = min(wake, d.latest_start_s)
             if d.action == "keep":

@@ -9,17 +9,31 @@ incumbent scheduler with equal queue weights), ``fawkes:<weighting>``, ``ltrf``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.policies import registry as policy_registry
 from app.sim.allocators import BASELINES, BaselineFS
 from app.sim.justice_adapter import JusticeAllocator, OracleAllocator
 from app.sim.promise_adapter import PromiseAllocator
 from app.sim.queue_policies import PlanSettings, make_queue_policy, queue_policy_names
 from app.sim.runner import Allocator, QueuePolicy
 
-ADMISSION = ("oracle", "pythia", "justice", "promise")
+# Allocators for the admission policies of ``app.policies.registry``, by the folder that owns
+# them (the simulator's glue: jobs and estimator per family); ``oracle`` is the simulator's own.
+_ADMISSION_ALLOCATORS: dict[str, Callable[[str, dict[str, Any]], Allocator]] = {
+    "app.policies.justice": JusticeAllocator,
+    "app.policies.promise": lambda _name, values: PromiseAllocator(values),
+}
+ADMISSION = (
+    "oracle",
+    *(
+        n
+        for n in policy_registry.admission_names()
+        if policy_registry.family(n) in _ADMISSION_ALLOCATORS
+    ),
+)
 FAIR = "fair"
 
 
@@ -60,10 +74,8 @@ def build(
         return Setup(BASELINES[name](), None)
     if name == "oracle":
         return Setup(OracleAllocator(), None)
-    if name in ("pythia", "justice"):
-        return Setup(JusticeAllocator(name, values), None)
-    if name == "promise":
-        return Setup(PromiseAllocator(values), None)
+    if name in ADMISSION:
+        return Setup(_ADMISSION_ALLOCATORS[policy_registry.family(name)](name, values), None)
     if name == FAIR:
         return Setup(BaselineFS(), None)
     if name in queue_policy_names():

@@ -29,7 +29,10 @@ router = APIRouter(tags=["jobs"])
 @router.get("/estimator", response_model=EstimatorOut)
 def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
     """The estimator's current state and the active admission policy."""
-    cfg = state.admission.cfg if state.admission else config_from_settings(state.settings)
+    if state.admission is not None:
+        cfg = state.admission.current_cfg(session)  # ``PUT /admission`` may have changed it
+    else:
+        cfg = config_from_settings(state.settings)
     row = jobs_repo.read_estimator(session)
     est = EstimatorState.from_dict(row.state if row else {})
     _, skipped = jobs_repo.observation_counts(session)

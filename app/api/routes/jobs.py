@@ -267,11 +267,15 @@ JobId = Annotated[str, Path(description="Job id from POST /jobs.", max_length=32
 @router.get("/jobs/{job_id}", response_model=JobDetail, responses={404: {"model": ErrorOut}})
 def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
     """One job with every decision and lifecycle step, oldest first (and its ETA)."""
-    cfg = state.admission.cfg if state.admission else config_from_settings(state.settings)
     clock = state.admission.clock if state.admission else wall_clock_ms
     # The session is closed (its connection back in the pool) before the response is
     # serialised, in this same worker thread: a dependency's teardown would need another one.
     with state.sessions() as session:
+        # The policy of the next round (``PUT /admission`` may have changed it on any replica).
+        if state.admission is not None:
+            cfg = state.admission.current_cfg(session)
+        else:
+            cfg = config_from_settings(state.settings)
         row = jobs_repo.get_job(session, job_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")

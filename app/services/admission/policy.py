@@ -1,0 +1,81 @@
+"""The admission policy a round runs: the operator's choice stored by ``PUT /admission`` (read
+by every round, so every replica follows it and a restart keeps it), else the settings'."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db import jobs_repo, repo
+from app.db.models import Decision
+from app.db.session import transaction
+from app.jobs.rounds import AdmissionConfig, policy_of, with_policy
+from app.policies import registry
+from app.policies.base import PolicyError
+from app.services.admission.common import ServiceState
+
+
+class PolicyChoice(ServiceState):
+    """Reading and changing the admission policy."""
+
+    def current_cfg(self, session: Session) -> AdmissionConfig:
+        """The configuration this round runs: the stored ``PUT /admission`` choice, else the
+        settings'. A stored choice that no longer validates (a parameter renamed by an upgrade)
+        is logged and the settings' policy runs."""
+        row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
+        if row is None:
+            self.cfg, self._cfg_key = self.default_cfg, None
+            return self.cfg
+        key = (row.policy, json.dumps(row.params, sort_keys=True), row.updated_ms)
+        if key != self._cfg_key:
+            try:
+                policy = registry.admission_policy(row.policy, row.params)
+            except PolicyError as exc:
+                self.log.error("stored admission policy %r is invalid (%s)", row.policy, exc)
+                self.cfg, self._cfg_key = self.default_cfg, None
+                return self.cfg
+            self.cfg, self._cfg_key = with_policy(self.default_cfg, policy), key
+        return self.cfg
+
+    def policy_source(self, session: Session) -> str:
+        """``operator`` when ``PUT /admission`` chose the policy, else ``settings``."""
+        row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
+        return "settings" if row is None else "operator"
+
+    def set_policy(self, name: str, params: Mapping[str, Any], now_ms: int) -> AdmissionConfig:
+        """``PUT /admission``: validate through the registry (``PolicyError`` naming ``policy``
+        or ``params.<name>``), store it and record the change in the audit trail."""
+        policy = registry.admission_policy(name, params)
+        with self._db_lock, transaction(self.sessions) as session:
+            previous = self.current_cfg(session)
+            old = policy_of(previous)
+            jobs_repo.save_admission_setting(
+                session, self.default_cfg.cluster_name, policy.name, dict(policy.params), now_ms
+            )
+            cluster = repo.ensure_cluster(
+                session, self.default_cfg.cluster_name, self.options.rm_urls, now_ms
+            )
+            repo.add_decision(
+                session,
+                Decision(
+                    cluster_id=cluster.id,
+                    created_ms=now_ms,
+                    kind="policy",
+                    policy=policy.name,
+                    mode=previous.mode,
+                    params=dict(policy.params),
+                    inputs={
+                        "scope": "admission",
+                        "previous": {"policy": old.name, "params": dict(old.params)},
+                        "changes": {"policy": name, "params": dict(params)},
+                    },
+                    outputs={"admission": {"policy": policy.name, "params": dict(policy.params)}},
+                    status="applied",
+                    reason=f"operator set the admission policy to {policy.name}",
+                ),
+            )
+            self._cfg_key = None
+            return self.current_cfg(session)

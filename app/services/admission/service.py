@@ -1,0 +1,323 @@
+"""The admission service's API entry points (``POST /jobs``, ``DELETE /jobs/{id}``) and its
+tick: learn, admit, act."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import jobs_repo
+from app.db.jobs_models import Job
+from app.db.session import transaction
+from app.domain import tags as t
+from app.domain.model import FINAL_APP_STATES
+from app.jobs.rounds import (
+    AdmissionConfig,
+    LearnResult,
+    RoundResult,
+    admission_round,
+    learn_pass,
+    record_step,
+)
+from app.services.admission.common import (
+    JobRejected,
+    JobsRM,
+    NewJob,
+    ServiceOptions,
+    Submitted,
+)
+from app.services.admission.kicks import Kicks
+from app.services.admission.policy import PolicyChoice
+from app.services.admission.submit import Submission
+from app.services.admission_batch import Overloaded, SubmissionBatcher
+from app.services.base import Clock, LoopService, wall_clock_ms
+from app.yarn.errors import RMProtocolError, RMRejected, RMUnavailable
+
+
+class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
+    """Deadline jobs: admission, submission to YARN, kills, learning."""
+
+    name = "admission"
+
+    def __init__(
+        self,
+        rm: JobsRM,
+        sessions: sessionmaker[Session],
+        cfg: AdmissionConfig,
+        options: ServiceOptions,
+        *,
+        interval_s: float,
+        clock: Clock = wall_clock_ms,
+    ) -> None:
+        super().__init__(interval_s, clock)
+        self.rm = rm
+        self.sessions = sessions
+        # ``default_cfg`` is the settings' policy; ``cfg`` the one the last round ran, which
+        # ``PUT /admission`` (stored in the database, read by every round) may have changed.
+        self.default_cfg = cfg
+        self.cfg = cfg
+        self._cfg_key: tuple[str, str, int] | None = None
+        self.options = options
+        # Serialises admission and learning in this process (SQLite has no row locks; on
+        # PostgreSQL the estimator row lock does the same across processes).
+        self._db_lock = threading.Lock()
+        self._batcher: SubmissionBatcher[NewJob, Submitted] = SubmissionBatcher(
+            self._db_lock, self._create_batch
+        )
+        self._act_lock = asyncio.Lock()
+        # ``POST /jobs`` being served now (counted by the route, on the event loop).
+        self.submissions_in_flight = 0
+        self.eager = False
+        # Leadership (``app.services.leader``): only the leader acts on YARN, and each
+        # submission records and is fenced by its epoch. The defaults are one process.
+        self.may_act: Callable[[], bool] = lambda: True
+        self.epoch: Callable[[], int | None] = lambda: None
+        self._kicked: asyncio.Task[None] | None = None
+        self._kick_again = False
+        self.last_round: RoundResult | None = None
+        self.last_learn: LearnResult | None = None
+
+    @property
+    def has_harness(self) -> bool:
+        """Whether the built-in ``sleep`` template can be launched."""
+        return self.options.harness is not None
+
+    # ---- API entry points ----------------------------------------------------------------------
+
+    def create_job(self, new: NewJob, now_ms: int, *, arrived: float | None = None) -> Submitted:
+        """Store a job and run admission on it in one transaction (called from a worker thread).
+
+        Raises ``JobRejected`` (409) in observe mode or when the idempotency key was used for a
+        different request, (503) when admission stayed saturated for the whole wait, counted from
+        ``arrived`` (``time.monotonic()`` when the request came in; default: now). Concurrent
+        calls share one transaction and one round (``admission_batch``).
+        """
+        if not self.options.writes_enabled:
+            raise JobRejected(
+                409, "mode", "the sidecar is in observe mode and submits nothing to YARN"
+            )
+        try:
+            return self._batcher.submit(new, now_ms, arrived=arrived)
+        except Overloaded as exc:
+            raise JobRejected(503, "load", str(exc)) from exc
+
+    def _create_batch(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
+        """Concurrent submissions in one transaction and one round (under ``_db_lock``)."""
+        try:
+            return self._create_many(items)
+        except IntegrityError:
+            # Another process stored one of these idempotency keys first: one at a time.
+            out: list[Submitted | BaseException] = []
+            for new, now_ms in items:
+                try:
+                    out.append(self._create_one(new, now_ms))
+                except Exception as exc:
+                    out.append(exc)
+            return out
+
+    def _create_one(self, new: NewJob, now_ms: int) -> Submitted:
+        try:
+            return self._create(new, now_ms)
+        except IntegrityError:
+            if new.idempotency_key is None:
+                raise
+            replay = self._replay(new)
+            if replay is None:
+                raise
+            return replay
+
+    def _create(self, new: NewJob, now_ms: int) -> Submitted:
+        with transaction(self.sessions) as session:
+            if new.idempotency_key is not None:
+                existing = jobs_repo.job_by_key(session, new.idempotency_key)
+                if existing is not None:
+                    return _replayed(session, existing, new)
+            job = jobs_repo.add_job(session, job_row(new, now_ms))
+            cfg = self.current_cfg(session)
+            result = admission_round(session, cfg, now_ms, "submission", requester=job.id)
+            session.refresh(job)
+            self.last_round = result
+            return Submitted(job, result.requester_decision, True)
+
+    def _create_many(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
+        out: list[Submitted | BaseException | None] = [None] * len(items)
+        with transaction(self.sessions) as session:
+            created: list[tuple[int, Job]] = []
+            replays: list[tuple[int, Job, NewJob]] = []
+            by_key: dict[str, Job] = {}
+            for i, (new, now_ms) in enumerate(items):
+                key = new.idempotency_key
+                existing = None
+                if key is not None:
+                    existing = by_key.get(key) or jobs_repo.job_by_key(session, key)
+                if existing is not None:
+                    replays.append((i, existing, new))
+                    continue
+                job = jobs_repo.add_job(session, job_row(new, now_ms))
+                if key is not None:
+                    by_key[key] = job
+                created.append((i, job))
+            if created:
+                round_ms = max(now_ms for _, now_ms in items)
+                result = admission_round(
+                    session,
+                    self.current_cfg(session),
+                    round_ms,
+                    "submission",
+                    requesters=[job.id for _, job in created],
+                )
+                self.last_round = result
+                for i, job in created:
+                    session.refresh(job)
+                    out[i] = Submitted(job, result.requester_decisions.get(job.id), True)
+            for i, job, new in replays:
+                try:
+                    out[i] = _replayed(session, job, new)
+                except JobRejected as exc:
+                    out[i] = exc
+        return [o for o in out if o is not None]
+
+    def _replay(self, new: NewJob) -> Submitted | None:
+        assert new.idempotency_key is not None
+        with transaction(self.sessions) as session:
+            existing = jobs_repo.job_by_key(session, new.idempotency_key)
+            return None if existing is None else _replayed(session, existing, new)
+
+    def cancel_job(self, job_id: str, now_ms: int) -> Job | None:
+        """Mark a job cancelled (not yet on YARN) or cancelling (its app must be killed).
+
+        Idempotent; ``None`` for an unknown job; ``JobRejected`` (409) if it already ended. A job
+        that moves on while we look (admitted -> submitting) is looked at again.
+        """
+        for _ in range(5):
+            with transaction(self.sessions) as session:
+                job = jobs_repo.get_job(session, job_id)
+                if job is None or job.state in (t.CANCELLED, t.CANCELLING):
+                    return job
+                if job.state in t.FINAL_STATES:
+                    raise JobRejected(409, "id", f"job {job_id} already ended ({job.state})")
+                if self._mark_cancelled(session, job, now_ms):
+                    session.refresh(job)
+                    return job
+        raise JobRejected(409, "id", f"job {job_id} keeps changing state; try again")
+
+    def _mark_cancelled(self, session: Session, job: Job, now_ms: int) -> bool:
+        target = t.CANCELLED if job.state in (t.QUEUED, t.ADMITTED) else t.CANCELLING
+        won = jobs_repo.transition(
+            session, job.id, [job.state], now_ms, state=target, reason="cancelled by the user"
+        )
+        if won:
+            record_step(
+                session, self.cfg, job.id, "cancel", "cancelled by the user", now_ms,
+                previous_state=job.state, app_id=job.app_id,
+            )  # fmt: skip
+        return won
+
+    async def finish_cancel(self, job_id: str, wait_s: float) -> None:
+        """Kill a cancelled job's app now if the action lock frees within ``wait_s``."""
+        try:
+            await asyncio.wait_for(self._act_lock.acquire(), timeout=wait_s)
+        except TimeoutError:
+            return
+        try:
+            job = await asyncio.to_thread(self._load_job, job_id)
+            if job is not None and job.state == t.CANCELLING:
+                await self._end_app(job)
+        finally:
+            self._act_lock.release()
+
+    def stop(self) -> None:
+        """Stop the loop and cancel a tick started by ``kick`` (its steps are restartable)."""
+        super().stop()
+        if self._kicked is not None:
+            self._kicked.cancel()
+
+    # ---- the tick ------------------------------------------------------------------------------
+
+    async def run_once(self, now_ms: int) -> None:
+        try:
+            await self._check_unseen()
+        except RMUnavailable as exc:
+            self.log.warning("RM unavailable, unseen apps are looked up next tick: %s", exc)
+        self.last_learn = await asyncio.to_thread(self._learn, now_ms)
+        trigger = "completion" if self.last_learn.finished_jobs else "tick"
+        self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
+        if self.options.writes_enabled:
+            await self.act()
+
+    def _learn(self, now_ms: int) -> LearnResult:
+        with self._db_lock, transaction(self.sessions) as session:
+            return learn_pass(session, self.current_cfg(session), now_ms)
+
+    def _round(self, now_ms: int, trigger: str) -> RoundResult:
+        with self._db_lock, transaction(self.sessions) as session:
+            return admission_round(session, self.current_cfg(session), now_ms, trigger)
+
+    async def act(self) -> None:
+        """Kill, submit and set timeouts for every job that needs it.
+
+        An RM that is down ends the pass at the first call (the next tick tries again); an RM
+        that refuses one job's request only skips that job.
+        """
+        async with self._act_lock:
+            try:
+                await self._act_on(t.KILLING, t.CANCELLING)
+                await self._act_on(t.ADMITTED, t.SUBMITTING)
+                await self._act_on(t.SUBMITTED)
+                await self._kill_strays()
+            except RMUnavailable as exc:
+                self.log.warning("RM unavailable, YARN actions wait for the next tick: %s", exc)
+
+    async def _act_on(self, *states: str) -> None:
+        for job in await asyncio.to_thread(self._load, states):
+            try:
+                await self._step(job)
+            except (RMRejected, RMProtocolError) as exc:
+                self.log.warning("job %s (%s): the RM refused a step: %s", job.id, job.state, exc)
+
+    def _step(self, job: Job) -> Awaitable[None]:
+        if job.state in (t.KILLING, t.CANCELLING):
+            return self._end_app(job)
+        if job.state in (t.ADMITTED, t.SUBMITTING):
+            return self._submit(job)
+        if not job.timeout_set and job.app_state not in FINAL_APP_STATES:
+            return self._set_timeout(job)
+        return asyncio.sleep(0)
+
+    def _load(self, states: Sequence[str]) -> list[Job]:
+        with self.sessions() as session:
+            # Submitted jobs only need a step while their LIFETIME timeout is not set.
+            return jobs_repo.jobs_in(session, states, with_timeout=t.SUBMITTED not in states)
+
+    def _load_job(self, job_id: str) -> Job | None:
+        with self.sessions() as session:
+            return jobs_repo.get_job(session, job_id)
+
+
+def job_row(new: NewJob, now_ms: int) -> Job:
+    """The row ``POST /jobs`` stores for ``new`` (queued)."""
+    return jobs_repo.new_job_row(
+        name=new.name,
+        queue=new.queue,
+        requested_tasks=new.requested_tasks,
+        input_bytes=new.input_bytes,
+        block_size=new.block_size,
+        deadline_ms=new.deadline_ms,
+        run=new.run,
+        tags=new.tags,
+        idempotency_key=new.idempotency_key,
+        request_hash=new.request_hash,
+        now_ms=now_ms,
+    )
+
+
+def _replayed(session: Session, job: Job, new: NewJob) -> Submitted:
+    if job.request_hash != new.request_hash:
+        raise JobRejected(
+            409, "idempotency_key", f"was already used for job {job.id} with a different request"
+        )
+    return Submitted(job, jobs_repo.first_decision(session, job.id), False)

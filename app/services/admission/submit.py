@@ -1,0 +1,158 @@
+"""Write-ahead submission (``docs/yarn.md`` 4.1, 4.2): adopt the job's app if YARN has one by
+its tag, else reserve an id and store it (state ``submitting``) before ``POST /apps``, then mark
+``submitted``; a reserved id is submitted again, never a fresh one, so no job runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from app.db import jobs_repo, leader_repo
+from app.db.jobs_models import Job
+from app.db.session import transaction
+from app.domain import tags as t
+from app.domain.model import AppRecord
+from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
+from app.jobs.rounds import record_step
+from app.services.admission.reaper import Reaper
+from app.yarn.errors import RMRejected
+
+
+class Submission(Reaper):
+    """Submitting and adopting admitted jobs' apps (it sets their timeouts as the reaper does)."""
+
+    async def _submit(self, job: Job) -> None:
+        """Adopt the job's app if YARN has one, else reserve an id (write-ahead) and submit."""
+        tag = t.job_tag(job.id)
+        mine = [a for a in await self.rm.apps(tags=[tag]) if tag in a.tags]
+        if mine:
+            await self._adopt(job, mine)
+            return
+        if job.state == t.SUBMITTING and job.app_id is not None:
+            # An earlier POST /apps of the reserved id may still land (it timed out, or we
+            # crashed): submit the same id again, never a fresh one, so at most one app exists.
+            app_id, expiry = job.app_id, job.lifetime_expiry_ms or self.lifetime_expiry_ms(job)
+        else:
+            app_id, expiry = (await self.rm.new_application()).app_id, self.lifetime_expiry_ms(job)
+            if not await asyncio.to_thread(self._reserve, job, app_id, expiry):
+                return
+        await self._submit_reserved(job, app_id, expiry)
+
+    async def _submit_reserved(self, job: Job, app_id: str, expiry: int) -> None:
+        try:
+            context = build_context(_launch(job), app_id, self.options.harness)
+        except (TemplateUnavailable, ValueError, OSError) as exc:
+            await asyncio.to_thread(self._fail, job.id, app_id, f"cannot build it: {exc}")
+            return
+        try:
+            await self.rm.submit_application(context)
+        except RMRejected as exc:
+            if not _already_submitted(exc):
+                await asyncio.to_thread(self._fail, job.id, app_id, exc.message)
+                return
+        if not await asyncio.to_thread(self._mark_submitted, job, app_id, expiry):
+            # Killed or cancelled while we were submitting: the app must not run on.
+            await self.rm.kill_application(app_id, "job ended before submission completed", 0)
+            return
+        await self._set_timeout_at(job.id, app_id, expiry)
+
+    def _reserve(self, job: Job, app_id: str, expiry_ms: int) -> bool:
+        now = self.clock()
+        try:
+            with transaction(self.sessions) as session:
+                leader_repo.check_epoch(session, self.epoch())
+                won = jobs_repo.transition_app(
+                    session, job.id, [job.state], job.app_id, now,
+                    state=t.SUBMITTING, app_id=app_id, lifetime_expiry_ms=expiry_ms,
+                )  # fmt: skip
+                if won:
+                    record_step(
+                        session, self.cfg, job.id, "reserve",
+                        f"reserved {app_id} before submitting (write-ahead)", now,
+                        cpus=job.granted_cpus or 0, app_id=app_id, previous_app_id=job.app_id,
+                        leader_epoch=self.epoch(),
+                    )  # fmt: skip
+                return won
+        except leader_repo.Fenced as exc:
+            self.log.warning("job %s not submitted: %s", job.id, exc)
+            return False
+
+    def _mark_submitted(self, job: Job, app_id: str, expiry_ms: int) -> bool:
+        now = self.clock()
+        with transaction(self.sessions) as session:
+            won = jobs_repo.transition_app(
+                session, job.id, [t.SUBMITTING], app_id, now,
+                state=t.SUBMITTED, yarn_submitted_ms=now, reason=f"submitted as {app_id}",
+            )  # fmt: skip
+            if won:
+                record_step(
+                    session, self.cfg, job.id, "submit",
+                    f"submitted {app_id} to {job.queue} with {job.granted_cpus} vcores", now,
+                    cpus=job.granted_cpus or 0, app_id=app_id, queue=job.queue,
+                    lifetime_expiry_ms=expiry_ms,
+                )  # fmt: skip
+            return won
+
+    async def _adopt(self, job: Job, apps: Sequence[AppRecord]) -> None:
+        """Take the job's existing app (a restart after submit); extra ones are duplicates."""
+        keep, *extra = sorted(apps, key=lambda a: (a.submitted_ms or 0, a.app_id))
+        killed: list[str] = []
+        for dup in extra:
+            if not dup.is_finished:
+                await self.rm.kill_application(dup.app_id, f"duplicate of {keep.app_id}", 0)
+                killed.append(dup.app_id)
+        expiry = self.lifetime_expiry_ms(job)
+        adopted = await asyncio.to_thread(self._store_adoption, job, keep, expiry, killed)
+        if adopted and not keep.is_finished:
+            await self._set_timeout_at(job.id, keep.app_id, expiry)
+
+    def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int, killed: list[str]) -> bool:
+        now = self.clock()
+        with self._db_lock, transaction(self.sessions) as session:
+            won = jobs_repo.transition_app(
+                session, job.id, [job.state], job.app_id, now,
+                state=t.SUBMITTED, app_id=app.app_id, app_state=app.state,
+                final_status=app.final_status, lifetime_expiry_ms=expiry_ms,
+                yarn_submitted_ms=app.submitted_ms, reason=f"adopted {app.app_id}",
+            )  # fmt: skip
+            if won:
+                record_step(
+                    session, self.cfg, job.id, "adopt",
+                    f"YARN already had {app.app_id} tagged {t.job_tag(job.id)}: adopted, "
+                    "not submitted again" + (f"; killed duplicates {killed}" if killed else ""),
+                    now, cpus=job.granted_cpus or 0, app_id=app.app_id, app_state=app.state,
+                    killed_duplicates=killed,
+                )  # fmt: skip
+                self._store_app(session, app, now)
+            return won
+
+    def _fail(self, job_id: str, app_id: str, why: str) -> None:
+        now = self.clock()
+        with transaction(self.sessions) as session:
+            reason = f"submission of {app_id} failed: {why}"
+            if jobs_repo.transition(
+                session, job_id, [t.SUBMITTING], now, state=t.FAILED, reason=reason
+            ):
+                record_step(session, self.cfg, job_id, "fail", reason, now, app_id=app_id)
+
+
+def _already_submitted(exc: RMRejected) -> bool:
+    """An RM that refuses a re-submitted id because it already has it: the submit succeeded.
+
+    ``ClientRMService`` answers a known id with success; a recovering RM's ``RMAppManager`` may
+    instead say it is "already present".
+    """
+    message = exc.message.lower()
+    return "already present" in message or "already exists" in message
+
+
+def _launch(job: Job) -> JobLaunch:
+    return JobLaunch(
+        job_id=job.id,
+        name=job.name,
+        queue=job.queue,
+        deadline_ms=job.deadline_ms,
+        granted_cpus=job.granted_cpus or 1,
+        run=job.run,
+        user_tags=[str(tag) for tag in job.tags],
+    )
