@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,10 @@ class PollWrites:
     memory: PollMemory
 
 
+# Where the state and the start instant sit in a lifecycle key (``_lifecycle`` below).
+LIFE_STATE = 0
+LIFE_STARTED = 9
+
 # Attribute getters run in C: building these keys for every listed app is most of ``plan``.
 _lifecycle = operator.attrgetter(
     "state",
@@ -109,8 +113,14 @@ def plan(
     nodes: Sequence[NodeState],
     now_ms: int,
     refresh_ms: int,
+    covered: Callable[[AppKey], bool] | None = None,
 ) -> PollWrites:
-    """Decide what this poll writes (pure: no I/O)."""
+    """Decide what this poll writes (pure: no I/O).
+
+    ``covered`` is ``None`` when ``apps`` is every app the RM lists. Otherwise the poll asked for
+    part of them: ``covered(lifecycle key)`` says whether a not-final app known from before
+    would have been listed if the RM still had it in that form; one that is covered and not
+    listed is gone, one that is not covered stays as it was."""
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
@@ -132,11 +142,15 @@ def plan(
             # Unchanged, or only counters moved within the refresh slot: the stored row stays.
             counters, slot = prev[1], prev[2]
         new_apps[app.app_id] = (life, counters, slot)
-    gone = [
-        app_id
-        for app_id, (life, _, _) in prev_apps.items()
-        if app_id not in new_apps and life[0] not in FINAL_APP_STATES
-    ]
+    gone: list[str] = []
+    for app_id, entry in prev_apps.items():
+        life = entry[0]
+        if app_id in new_apps or life[0] in FINAL_APP_STATES:
+            continue  # a final app out of the finished window is forgotten, as the RM does
+        if covered is None or covered(life):
+            gone.append(app_id)
+        else:
+            new_apps[app_id] = entry
     prev_nodes = memory.nodes
     new_nodes: dict[str, NodeKey] = {n.node_id: _node_key(n) for n in nodes}
     changed = [n for n in nodes if prev_nodes.get(n.node_id) != new_nodes[n.node_id]]

@@ -65,6 +65,11 @@ API_PREFIX = "/ws/v1/cluster"
 # Key of a submission context naming the user to run as (see app.jobs.contexts.RUN_AS).
 RUN_AS_KEY = "run_as"
 RUNNING_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+# Not yet running: listed in full on every poll (few, and their start is what admission follows).
+PENDING_APP_STATES = RUNNING_APP_STATES[:-1]
+# Apps the poller follows by id when they leave the pending list unseen; past this many, the
+# whole running list is cheaper than one request each.
+FOLLOW_MAX = 32
 FINISHED_APP_STATES = tuple(sorted(FINAL_APP_STATES))
 KILL_POLL_S = 0.5
 _XML = "application/xml"
@@ -208,6 +213,8 @@ class RMClient:
         tags: Sequence[str] | None = None,
         limit: int | None = None,
         deselects: Sequence[str] = (),
+        started_time_begin_ms: int | None = None,
+        started_time_end_ms: int | None = None,
     ) -> tuple[AppRecord, ...]:
         """``GET /apps`` with the RM's own filters (section 3.4; ``tags`` match any);
         ``deselects`` names ``AppInfo`` fields the RM may leave out."""
@@ -219,6 +226,8 @@ class RMClient:
             user=user,
             tags=tags,
             limit=limit,
+            started_time_begin_ms=started_time_begin_ms,
+            started_time_end_ms=started_time_end_ms,
         )
         if deselects:
             params["deSelects"] = ",".join(deselects)
@@ -354,19 +363,38 @@ class RMClient:
 
     # --- composite ----------------------------------------------------------------------------
 
-    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+    async def snapshot(
+        self,
+        now_ms: int,
+        *,
+        finished_since_ms: int | None,
+        running: RunningSlice | None = None,
+    ) -> ClusterSnapshot:
         """Everything a poll needs, fetched concurrently.
 
-        Apps are the non-final ones plus those finished at or after ``finished_since_ms``
-        (``None``: every finished app the RM still remembers, bounded by its
-        ``max-completed-applications``). An app that finished between the two queries appears
-        once, in its finished form.
+        Apps are those finished at or after ``finished_since_ms`` (``None``: every finished app
+        the RM still remembers, bounded by its ``max-completed-applications``) plus the
+        non-final ones: all of them when ``running`` is ``None``, else only what ``running``
+        names (see ``RunningSlice``). An app listed twice appears once, in its latest form.
         """
-        info, metrics, scheduler, running, finished, nodes = await asyncio.gather(
+        running_calls: list[Awaitable[tuple[AppRecord, ...]]]
+        if running is None:
+            running_calls = [self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS)]
+        else:
+            running_calls = [self.apps(states=PENDING_APP_STATES, deselects=APP_DESELECTS)]
+            running_calls += [
+                self.apps(
+                    states=("RUNNING",),
+                    started_time_begin_ms=begin,
+                    started_time_end_ms=end,
+                    deselects=APP_DESELECTS,
+                )
+                for begin, end in running.started
+            ]
+        fixed = asyncio.gather(
             self.cluster_info(),
             self.metrics(),
             self._scheduler_info(),
-            self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS),
             self.apps(
                 states=FINISHED_APP_STATES,
                 finished_time_begin_ms=finished_since_ms,
@@ -374,7 +402,15 @@ class RMClient:
             ),
             self.nodes(),
         )
-        apps = {app.app_id: app for app in (*running, *finished)}
+        (info, metrics, scheduler, finished, nodes), listed = await asyncio.gather(
+            fixed, asyncio.gather(*running_calls)
+        )
+        apps = {app.app_id: app for part in listed for app in part}
+        for app in finished:
+            apps[app.app_id] = app
+        if running is not None:
+            for app in await self._follow([i for i in running.follow if i not in apps]):
+                apps[app.app_id] = app
         return ClusterSnapshot(
             taken_ms=now_ms,
             rm_url=self.active_url,
@@ -385,6 +421,25 @@ class RMClient:
             nodes=nodes,
             scheduler_type=scheduler.type,
         )
+
+    async def _follow(self, app_ids: Sequence[str]) -> tuple[AppRecord, ...]:
+        """The current form of apps that left the pending list unseen (running since, with a
+        start before the asked ranges); an id the RM no longer knows is left out."""
+        if not app_ids:
+            return ()
+        if len(app_ids) > FOLLOW_MAX:
+            wanted = set(app_ids)
+            every = await self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS)
+            return tuple(a for a in every if a.app_id in wanted)
+
+        async def one(app_id: str) -> AppRecord | None:
+            try:
+                return await self.app(app_id)
+            except RMNotFound:
+                return None
+
+        found = await asyncio.gather(*(one(i) for i in app_ids))
+        return tuple(a for a in found if a is not None)
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -548,6 +603,21 @@ class _Send:
     prefix: str = API_PREFIX
 
 
+@dataclass(frozen=True, slots=True)
+class RunningSlice:
+    """Which running apps a poll asks for, instead of all of them.
+
+    Every pending app is listed (``PENDING_APP_STATES``); RUNNING apps only when their
+    ``startedTime`` falls in one of ``started`` (inclusive ``(begin, end)``; ``None``: open);
+    ``follow`` names apps the caller knew as pending: one not listed otherwise is asked by id
+    (it started running with a start time outside the ranges), and left out if the RM no longer
+    knows it.
+    """
+
+    started: tuple[tuple[int | None, int | None], ...]
+    follow: tuple[str, ...] = ()
+
+
 # --- helpers (pure) ---------------------------------------------------------------------------
 
 _APP_ID = re.compile(r"application_\d+_\d+")
@@ -656,11 +726,17 @@ def _app_params(
     user: str | None,
     tags: Sequence[str] | None,
     limit: int | None,
+    started_time_begin_ms: int | None = None,
+    started_time_end_ms: int | None = None,
 ) -> dict[str, str]:
     """Query parameters of ``GET /apps`` (section 3.4); ``None`` means "do not filter"."""
     params: dict[str, str] = {}
     if states:
         params["states"] = ",".join(states)
+    if started_time_begin_ms is not None:
+        params["startedTimeBegin"] = str(started_time_begin_ms)
+    if started_time_end_ms is not None:
+        params["startedTimeEnd"] = str(started_time_end_ms)
     if finished_time_begin_ms is not None:
         params["finishedTimeBegin"] = str(finished_time_begin_ms)
     if finished_time_end_ms is not None:

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from app.db.models import Application, Cluster, ClusterSample, NodeSample, PollRecord, QueueSample
 from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
 from app.services.poller import Poller
+from app.yarn.client import RunningSlice
 from app.yarn.errors import RMProtocolError, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app, snapshot
@@ -21,10 +22,14 @@ class ScriptedRM:
 
     script: list[ClusterSnapshot | Exception]
     asked_since: list[int | None] = field(default_factory=list)
+    asked_running: list[RunningSlice | None] = field(default_factory=list)
     active_url: str | None = "http://rm1:8088"
 
-    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+    async def snapshot(
+        self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+    ) -> ClusterSnapshot:
         self.asked_since.append(finished_since_ms)
+        self.asked_running.append(running)
         item = self.script.pop(0)
         if isinstance(item, Exception):
             raise item
@@ -112,7 +117,9 @@ async def test_loop_keeps_running_when_a_tick_raises(
     db: Db, caplog: pytest.LogCaptureFixture
 ) -> None:
     class Exploding(ScriptedRM):
-        async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+        async def snapshot(
+            self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+        ) -> ClusterSnapshot:
             raise RuntimeError("bug in a dependency")
 
     poller = _poller(db, Exploding([]), interval_s=0.01)
