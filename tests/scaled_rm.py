@@ -67,7 +67,8 @@ class ScaledCluster:
         self.running: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, dict[str, Any]] = {}
         for _ in range(running):
-            self._submit()
+            # The apps running at the start were submitted over the past hours.
+            self._submit(age_ms=self.rng.randint(1000, 4 * 3600 * 1000))
         for _ in range(finished):
             app = self._submit()
             self._finish(app)
@@ -75,7 +76,7 @@ class ScaledCluster:
 
     # --- state ---------------------------------------------------------------------------------
 
-    def _submit(self, state: str = "RUNNING") -> dict[str, Any]:
+    def _submit(self, state: str = "RUNNING", age_ms: int = 1000) -> dict[str, Any]:
         n = self.next_app
         self.next_app += 1
         # Shallow copies: only top-level values change; nested objects are shared, read-only.
@@ -88,9 +89,9 @@ class ScaledCluster:
             name=f"job-{n}",
             queue=queue,
             applicationTags=f"team-{n % 7}",
-            startedTime=self.now_ms - 1000,
-            launchTime=self.now_ms - 900,
-            elapsedTime=1000,
+            startedTime=self.now_ms - age_ms,
+            launchTime=self.now_ms - age_ms + 100,
+            elapsedTime=age_ms,
             vcoreSeconds=1,
             memorySeconds=1024,
             allocatedVCores=2,

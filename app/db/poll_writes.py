@@ -72,6 +72,7 @@ class PollWrites:
 # Where the state and the start instant sit in a lifecycle key (``_lifecycle`` below).
 LIFE_STATE = 0
 LIFE_STARTED = 9
+LIFE_FINISHED = 11
 
 # Attribute getters run in C: building these keys for every listed app is most of ``plan``.
 _lifecycle = operator.attrgetter(
@@ -120,7 +121,8 @@ def plan(
     ``covered`` is ``None`` when ``apps`` is every app the RM lists. Otherwise the poll asked for
     part of them: ``covered(lifecycle key)`` says whether a not-final app known from before
     would have been listed if the RM still had it in that form; one that is covered and not
-    listed is gone, one that is not covered stays as it was."""
+    listed is gone, one that is not covered stays as it was; a final app that is covered and
+    not listed is forgotten."""
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
@@ -144,13 +146,14 @@ def plan(
         new_apps[app.app_id] = (life, counters, slot)
     gone: list[str] = []
     for app_id, entry in prev_apps.items():
+        if app_id in new_apps:
+            continue
         life = entry[0]
-        if app_id in new_apps or life[0] in FINAL_APP_STATES:
-            continue  # a final app out of the finished window is forgotten, as the RM does
-        if covered is None or covered(life):
-            gone.append(app_id)
-        else:
+        if covered is not None and not covered(life):
             new_apps[app_id] = entry
+        elif life[0] not in FINAL_APP_STATES:
+            gone.append(app_id)
+        # else: a final app out of the finished window is forgotten, as the RM does
     prev_nodes = memory.nodes
     new_nodes: dict[str, NodeKey] = {n.node_id: _node_key(n) for n in nodes}
     changed = [n for n in nodes if prev_nodes.get(n.node_id) != new_nodes[n.node_id]]

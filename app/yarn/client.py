@@ -67,9 +67,6 @@ RUN_AS_KEY = "run_as"
 RUNNING_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 # Not yet running: listed in full on every poll (few, and their start is what admission follows).
 PENDING_APP_STATES = RUNNING_APP_STATES[:-1]
-# Apps the poller follows by id when they leave the pending list unseen; past this many, the
-# whole running list is cheaper than one request each.
-FOLLOW_MAX = 32
 FINISHED_APP_STATES = tuple(sorted(FINAL_APP_STATES))
 KILL_POLL_S = 0.5
 _XML = "application/xml"
@@ -391,6 +388,15 @@ class RMClient:
                 )
                 for begin, end in running.started
             ]
+            if running.settled is not None:
+                running_calls.append(
+                    self.apps(
+                        states=FINISHED_APP_STATES,
+                        finished_time_begin_ms=running.settled[0],
+                        finished_time_end_ms=running.settled[1],
+                        deselects=APP_DESELECTS,
+                    )
+                )
         fixed = asyncio.gather(
             self.cluster_info(),
             self.metrics(),
@@ -408,9 +414,6 @@ class RMClient:
         apps = {app.app_id: app for part in listed for app in part}
         for app in finished:
             apps[app.app_id] = app
-        if running is not None:
-            for app in await self._follow([i for i in running.follow if i not in apps]):
-                apps[app.app_id] = app
         return ClusterSnapshot(
             taken_ms=now_ms,
             rm_url=self.active_url,
@@ -421,25 +424,6 @@ class RMClient:
             nodes=nodes,
             scheduler_type=scheduler.type,
         )
-
-    async def _follow(self, app_ids: Sequence[str]) -> tuple[AppRecord, ...]:
-        """The current form of apps that left the pending list unseen (running since, with a
-        start before the asked ranges); an id the RM no longer knows is left out."""
-        if not app_ids:
-            return ()
-        if len(app_ids) > FOLLOW_MAX:
-            wanted = set(app_ids)
-            every = await self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS)
-            return tuple(a for a in every if a.app_id in wanted)
-
-        async def one(app_id: str) -> AppRecord | None:
-            try:
-                return await self.app(app_id)
-            except RMNotFound:
-                return None
-
-        found = await asyncio.gather(*(one(i) for i in app_ids))
-        return tuple(a for a in found if a is not None)
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -608,14 +592,12 @@ class RunningSlice:
     """Which running apps a poll asks for, instead of all of them.
 
     Every pending app is listed (``PENDING_APP_STATES``); RUNNING apps only when their
-    ``startedTime`` falls in one of ``started`` (inclusive ``(begin, end)``; ``None``: open);
-    ``follow`` names apps the caller knew as pending: one not listed otherwise is asked by id
-    (it started running with a start time outside the ranges), and left out if the RM no longer
-    knows it.
+    ``startedTime`` falls in one of ``started`` (inclusive ``(begin, end)``; ``None``: open).
+    ``settled``: also the final apps whose ``finishedTime`` is in this inclusive range.
     """
 
     started: tuple[tuple[int | None, int | None], ...]
-    follow: tuple[str, ...] = ()
+    settled: tuple[int, int] | None = None
 
 
 # --- helpers (pure) ---------------------------------------------------------------------------
