@@ -134,3 +134,5 @@ async def test_a_30000_app_cluster_polls_and_writes_only_changes(
     assert 0 < params_seen <= 200
     with db.sessions() as s:
         assert s.scalar(select(func.count()).select_from(ClusterSample)) == 2 * poller.slices + 1
+        # Raw node rows: all 50 once, then only those that changed (1 % of 50: none).
+        assert s.scalar(select(func.count()).select_from(NodeSample)) == 50
