@@ -67,6 +67,7 @@ class PollWrites:
     gone: list[str]
     node_rows: list[NodeState]
     memory: PollMemory
+    counter_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 # Where the state and the start instant sit in a lifecycle key (``_lifecycle`` below).
@@ -126,6 +127,7 @@ def plan(
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
+    counter_rows: list[dict[str, Any]] = []
     refresh_ms = max(1, refresh_ms)
     for app in apps:
         if app.app_id in new_apps:
@@ -134,12 +136,20 @@ def plan(
         counters: AppKey = _counters(app)
         prev = prev_apps.get(app.app_id)
         slot = (now_ms + zlib.crc32(app.app_id.encode()) % refresh_ms) // refresh_ms
-        if (
-            prev is None
-            or prev[0] != life
-            or (prev[1] != counters and (app.state in FINAL_APP_STATES or slot != prev[2]))
-        ):
+        if prev is None or prev[0] != life:
             rows.append(app_row(cluster_id, app, now_ms))
+        elif prev[1] != counters and (app.state in FINAL_APP_STATES or slot != prev[2]):
+            # Only the counters moved: a narrow UPDATE, a fraction of an upsert's parameters.
+            counter_rows.append(
+                {
+                    "b_app_id": app.app_id,
+                    "b_progress": app.progress,
+                    "b_elapsed_ms": app.elapsed_ms,
+                    "b_vcore_seconds": app.vcore_seconds,
+                    "b_memory_seconds": app.memory_seconds,
+                    "b_updated_ms": now_ms,
+                }
+            )
         else:
             # Unchanged, or only counters moved within the refresh slot: the stored row stays.
             counters, slot = prev[1], prev[2]
@@ -157,7 +167,8 @@ def plan(
     prev_nodes = memory.nodes
     new_nodes: dict[str, NodeKey] = {n.node_id: _node_key(n) for n in nodes}
     changed = [n for n in nodes if prev_nodes.get(n.node_id) != new_nodes[n.node_id]]
-    return PollWrites(rows, gone, changed, PollMemory(new_apps, new_nodes, primed=True))
+    memory_after = PollMemory(new_apps, new_nodes, primed=True)
+    return PollWrites(rows, gone, changed, memory_after, counter_rows)
 
 
 def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
@@ -217,6 +228,27 @@ def upsert_app_rows(session: Session, rows: Sequence[dict[str, Any]]) -> int:
         return 0
     conn = session.connection()
     stmt = _upsert_statement(session)
+    for batch in _batches(rows):
+        conn.execute(stmt, list(batch))
+    return len(rows)
+
+
+def update_counters(session: Session, rows: Sequence[dict[str, Any]]) -> int:
+    """Refresh the running counters of known apps (rows from ``plan``); returns how many."""
+    if not rows:
+        return 0
+    stmt = (
+        update(_APPS)
+        .where(_APPS.c.app_id == bindparam("b_app_id"))
+        .values(
+            progress=bindparam("b_progress"),
+            elapsed_ms=bindparam("b_elapsed_ms"),
+            vcore_seconds=bindparam("b_vcore_seconds"),
+            memory_seconds=bindparam("b_memory_seconds"),
+            updated_ms=bindparam("b_updated_ms"),
+        )
+    )
+    conn = session.connection()
     for batch in _batches(rows):
         conn.execute(stmt, list(batch))
     return len(rows)

@@ -260,6 +260,7 @@ class Poller(LoopService):
                 covered,
             )
             apps = poll_writes.upsert_app_rows(session, writes.app_rows)
+            apps += poll_writes.update_counters(session, writes.counter_rows)
             if self.memory.primed:
                 poll_writes.mark_gone(session, writes.gone, snap.taken_ms)
             else:
