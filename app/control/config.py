@@ -22,7 +22,7 @@ from typing import Any
 from app.control.budget import Bounds, bounds_to_json, parse_bounds
 from app.control.floors import parse_baseline, parse_floors
 from app.policies import registry
-from app.policies.base import PolicyError
+from app.policies.base import PolicyError, PolicySpec
 from app.policies.base import finite_number as _number
 
 MODES = ("observe", "advise", "enforce")
@@ -238,7 +238,7 @@ def check_observable(cfg: ControlConfig, known: frozenset[str] = LIVE_VIEW) -> N
     missing = {f: what for f, what in spec.needs(cfg.params).items() if f not in known}
     if not missing:
         return
-    usable = _usable_suffixes(cfg, known)
+    usable = _usable_suffixes(spec, cfg.params, known)
     hint = f"; choose one computed from the RM's numbers: {', '.join(usable)}" if usable else ""
     raise PolicyError(
         "policy",
@@ -248,8 +248,9 @@ def check_observable(cfg: ControlConfig, known: frozenset[str] = LIVE_VIEW) -> N
     )
 
 
-def _usable_suffixes(cfg: ControlConfig, known: frozenset[str]) -> list[str]:
-    spec = registry.lookup(cfg.policy)
+def _usable_suffixes(
+    spec: PolicySpec, params: Mapping[str, Any], known: frozenset[str]
+) -> list[str]:
     key = spec.suffix_param
     param = next((p for p in spec.params if p.name == key), None)
     if spec.needs is None or key is None or param is None or not param.choices:
@@ -257,5 +258,5 @@ def _usable_suffixes(cfg: ControlConfig, known: frozenset[str]) -> list[str]:
     return [
         f"{spec.name}:{c}"
         for c in param.choices
-        if set(spec.needs({**cfg.params, key: c})) <= known
+        if set(spec.needs({**params, key: c})) <= known
     ]

@@ -34,7 +34,6 @@ from app.control.decide import run_policy
 from app.control.ledger import LedgerState, Poll, integrate
 from app.control.plan import plan_outcome
 from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs, SamplePoint
-from app.domain.outcome import PolicyOutcome
 from app.policies import registry
 from app.policies.rounding import capacity_hundredths
 from app.sim.runner import QueueDecision, QueueObservation
@@ -113,7 +112,6 @@ class ControllerPolicy:
         self.container_mb = container_mb
         self.ledger = LedgerState()
         self.state: Mapping[str, Any] = {}
-        self.last: PolicyOutcome | None = None
         self._last_t: float | None = None
         # What the simulated CapacityScheduler holds: equal capacities summing to exactly 100 until
         # the first plan is applied, as the live queues hold before the controller's first push.
@@ -141,7 +139,6 @@ class ControllerPolicy:
         outcome = run_policy(self.cfg, inputs, self.queues, self.state, self.ledger)
         if outcome.state is not None:
             self.state = outcome.state
-        self.last = outcome
         cluster = {"vcores": total.vcores, "memory": total.memory_mb}
         # The controller's minimum shares, with the simulated container as the scheduler's
         # minimum allocation: a what-if starves no queue the live controller would not.
