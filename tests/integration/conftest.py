@@ -10,6 +10,7 @@ skips.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -24,7 +25,7 @@ import pytest
 
 from app.yarn import workload
 from app.yarn.client import RMClient
-from tests.integration.rm_proxy import HoldingProxy
+from tests.integration.rm_proxy import HoldingProxy, live_capacities, restore
 
 REPO = Path(__file__).resolve().parents[2]
 MINICLUSTER = REPO / "hadoop-docker" / "minicluster"
@@ -133,6 +134,22 @@ def yarn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnClust
 def rm_url(yarn_cluster: YarnCluster) -> str:
     """Base URL of the session's ResourceManager (``http://host:port``)."""
     return yarn_cluster.rm_url
+
+
+@pytest.fixture(autouse=True)
+def queues_left_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test on the session's RM leaves root's children with the capacities it found.
+
+    A test whose sidecar runs in ``enforce`` mode may push (a deadline-queue floor, a step toward
+    a baseline) in its last seconds; the next test must not start from that.
+    """
+    if "yarn_cluster" not in request.fixturenames:
+        yield
+        return
+    url = request.getfixturevalue("yarn_cluster").rm_url
+    before, _ = asyncio.run(live_capacities(url))
+    yield
+    asyncio.run(restore(url, before))
 
 
 @pytest.fixture
