@@ -197,6 +197,12 @@ class ScaledCluster:
         begin = int(query.get("finishedTimeBegin", ["0"])[0])
         s_begin = int(query.get("startedTimeBegin", ["0"])[0])
         s_end = int(query.get("startedTimeEnd", [str(2**63)])[0])
+        # A real 3.5.0 RM answers 400 to these; a poll must never send them.
+        for name, value in (("startedTimeBegin", s_begin), ("startedTimeEnd", s_end)):
+            if value < 0:
+                raise ValueError(f"{name} must be greater than 0")
+        if s_begin > s_end:
+            raise ValueError("startedTimeEnd must be greater than startTimeBegin")
         deselect = set(",".join(query.get("deSelects", [])).split(",")) - {""}
 
         def wanted(app: dict[str, Any]) -> bool:

@@ -195,6 +195,7 @@ class Poller(LoopService):
         if lo is None or hi >= lo:
             ranges.insert(0, (lo, hi))
         ranges += follow_ranges([t for t in follow if t < new_begin], FOLLOW_RANGES)
+        ranges = rm_ranges(ranges)
 
         def covered(life: poll_writes.AppKey) -> bool:
             if life[state_at] in FINAL_APP_STATES:
@@ -324,6 +325,24 @@ def follow_ranges(starts: list[int], most: int) -> list[tuple[int | None, int | 
     for cut in [*cuts, len(points)]:
         out.append((points[begin], points[cut - 1]))
         begin = cut
+    return out
+
+
+def rm_ranges(
+    ranges: list[tuple[int | None, int | None]],
+) -> list[tuple[int | None, int | None]]:
+    """``ranges`` as the RM accepts them: it answers 400 to a negative bound or to a begin after
+    the end. Start instants are never negative, so a range ending below 0 holds no app and is
+    dropped, and a negative begin is the same as none."""
+    out: list[tuple[int | None, int | None]] = []
+    for begin, end in ranges:
+        if end is not None and end < 0:
+            continue
+        if begin is not None and begin < 0:
+            begin = None
+        if begin is not None and end is not None and begin > end:
+            continue
+        out.append((begin, end))
     return out
 
 

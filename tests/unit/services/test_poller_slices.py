@@ -12,7 +12,7 @@ import httpx
 from sqlalchemy import select
 
 from app.db.models import Application
-from app.services.poller import Poller
+from app.services.poller import Poller, rm_ranges
 from app.yarn.client import RMClient
 from tests.conftest import Db
 from tests.scaled_rm import ScaledCluster
@@ -76,3 +76,38 @@ async def test_changes_between_slice_visits_are_recorded_on_the_next_tick(db: Db
             assert (await poller.poll(cluster.now_ms)).ok
     assert _row(db, newest_old["id"]).gone_ms is not None
     assert _row(db, oldest["id"]).state == "FINISHED"
+
+
+async def test_an_idle_cluster_and_apps_without_a_start_instant_are_polled_in_slices(
+    db: Db,
+) -> None:
+    """No running app (every slice boundary at 0) and a pending app whose start instant the RM
+    has not set yet: the ranges asked for stay ones the RM accepts, and the app is still
+    recorded when it runs."""
+    cluster = ScaledCluster(3, 2, 0, 0, churn=0.0, drop_fields=("resourceInfo",))
+    async with RMClient([URL], transport=_transport(cluster)) as client:
+        poller = Poller(client, db.sessions, cluster_name="c", rm_urls=(URL,), interval_s=10)
+        assert poller.slices > 1
+        for _ in range(poller.slices + 1):
+            summary = await poller.poll(cluster.now_ms)
+            assert summary.ok, summary.error
+            cluster.advance()
+        waiting = cluster._submit("ACCEPTED", age_ms=1000)
+        waiting["startedTime"] = 0
+        summary = await poller.poll(cluster.now_ms)
+        assert summary.ok, summary.error
+        assert _row(db, waiting["id"]).state == "ACCEPTED"
+        waiting.update(state="RUNNING", startedTime=cluster.now_ms - 500)
+        for _ in range(poller.slices):
+            summary = await poller.poll(cluster.now_ms)
+            assert summary.ok, summary.error
+            cluster.advance()
+    assert _row(db, waiting["id"]).state == "RUNNING"
+
+
+def test_ranges_the_rm_would_refuse_are_dropped_or_opened() -> None:
+    assert rm_ranges([(None, -1), (0, 0), (-5, 10), (7, 3), (4, None)]) == [
+        (0, 0),
+        (None, 10),
+        (4, None),
+    ]
