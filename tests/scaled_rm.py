@@ -6,7 +6,10 @@ Q leaf queues under ``root`` and A running plus F finished applications, each a 
 recorded object with its identity and counters rewritten, so every body has the exact shape (and
 roughly the byte size) a real RM of that size answers with. ``advance()`` moves the cluster on by
 one poll interval the way a busy cluster changes: running apps accrue resource-seconds, a few
-percent finish and are replaced by new submissions, a few nodes change their usage.
+percent finish and are replaced by new submissions (ACCEPTED first; each starts RUNNING at a
+later interval with probability one half), a few nodes change their usage. ``/apps`` honours
+``states``, ``startedTimeBegin``/``End``, ``finishedTimeBegin`` and ``deSelects``;
+``/apps/{id}`` answers one app.
 
 Standard library only: the scale benchmark loads it by path to drive older checkouts too.
 """
@@ -64,7 +67,8 @@ class ScaledCluster:
         self.running: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, dict[str, Any]] = {}
         for _ in range(running):
-            self._submit()
+            # The apps running at the start were submitted over the past hours.
+            self._submit(age_ms=self.rng.randint(1000, 4 * 3600 * 1000))
         for _ in range(finished):
             app = self._submit()
             self._finish(app)
@@ -72,7 +76,7 @@ class ScaledCluster:
 
     # --- state ---------------------------------------------------------------------------------
 
-    def _submit(self) -> dict[str, Any]:
+    def _submit(self, state: str = "RUNNING", age_ms: int = 1000) -> dict[str, Any]:
         n = self.next_app
         self.next_app += 1
         # Shallow copies: only top-level values change; nested objects are shared, read-only.
@@ -85,16 +89,19 @@ class ScaledCluster:
             name=f"job-{n}",
             queue=queue,
             applicationTags=f"team-{n % 7}",
-            startedTime=self.now_ms - 1000,
-            launchTime=self.now_ms - 900,
-            elapsedTime=1000,
+            startedTime=self.now_ms - age_ms,
+            launchTime=self.now_ms - age_ms + 100,
+            elapsedTime=age_ms,
             vcoreSeconds=1,
             memorySeconds=1024,
             allocatedVCores=2,
             allocatedMB=2048,
             runningContainers=2,
             progress=0.0,
+            state=state,
         )
+        if state != "RUNNING":
+            app.update(launchTime=0, allocatedVCores=1, allocatedMB=1024, runningContainers=1)
         self.running[app_id] = app
         return app
 
@@ -133,6 +140,10 @@ class ScaledCluster:
         self.now_ms += interval_ms
         secs = interval_ms // 1000
         for app in self.running.values():
+            if app["state"] != "RUNNING":
+                if self.rng.random() < 0.5:
+                    app.update(state="RUNNING", launchTime=self.now_ms - 500)
+                continue
             app["elapsedTime"] += interval_ms
             app["vcoreSeconds"] += app["allocatedVCores"] * secs
             app["memorySeconds"] += app["allocatedMB"] * secs
@@ -140,7 +151,7 @@ class ScaledCluster:
         k = int(len(self.running) * self.churn)
         for app_id in self.rng.sample(sorted(self.running), k):
             self._finish(self.running[app_id])
-            self._submit()
+            self._submit("ACCEPTED")
         # The RM keeps a bounded number of finished apps (max-completed-applications).
         for app_id in list(self.finished)[: max(0, len(self.finished) - 10_000)]:
             del self.finished[app_id]
@@ -184,12 +195,21 @@ class ScaledCluster:
     def apps(self, query: dict[str, list[str]]) -> dict[str, Any]:
         states = set(",".join(query.get("states", [])).split(",")) - {""}
         begin = int(query.get("finishedTimeBegin", ["0"])[0])
+        s_begin = int(query.get("startedTimeBegin", ["0"])[0])
+        s_end = int(query.get("startedTimeEnd", [str(2**63)])[0])
+        # A real 3.5.0 RM answers 400 to these; a poll must never send them.
+        for name, value in (("startedTimeBegin", s_begin), ("startedTimeEnd", s_end)):
+            if value < 0:
+                raise ValueError(f"{name} must be greater than 0")
+        if s_begin > s_end:
+            raise ValueError("startedTimeEnd must be greater than startTimeBegin")
         deselect = set(",".join(query.get("deSelects", [])).split(",")) - {""}
-        out: list[dict[str, Any]] = []
-        if not states or states & {"NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"}:
-            out.extend(self.running.values())
-        if not states or states & {"FINISHED", "FAILED", "KILLED"}:
-            out.extend(a for a in self.finished.values() if a["finishedTime"] >= begin)
+
+        def wanted(app: dict[str, Any]) -> bool:
+            return (not states or app["state"] in states) and s_begin <= app["startedTime"] <= s_end
+
+        out = [a for a in self.running.values() if wanted(a)]
+        out.extend(a for a in self.finished.values() if a["finishedTime"] >= begin and wanted(a))
         if deselect & (self._run_tpl.keys() | self._fin_tpl.keys()):
             out = [{k: v for k, v in a.items() if k not in deselect} for a in out]
         return {"apps": {"app": out} if out else {}}
@@ -205,6 +225,11 @@ class ScaledCluster:
             obj = self.scheduler()
         elif path == "/apps":
             obj = self.apps(query)
+        elif path.startswith("/apps/"):
+            app = self.running.get(path[6:]) or self.finished.get(path[6:])
+            if app is None:
+                return None
+            obj = {"app": app}
         elif path == "/nodes":
             obj = {"nodes": {"node": self.nodes}}
         elif path == "/scheduler-conf":
@@ -235,9 +260,11 @@ def serve(cluster: ScaledCluster, port: int) -> None:  # pragma: no cover - benc
     def warm() -> None:
         cache.clear()
         running = ",".join(sorted(RUNNING_STATES))
+        pending = ",".join(sorted(RUNNING_STATES - {"RUNNING"}))
         for path, qs in (
             ("/apps", f"states={running}"),
             ("/apps", f"states={running}&deSelects=resourceInfo"),
+            ("/apps", f"states={pending}&deSelects=resourceInfo"),
             ("/nodes", ""),
             ("/scheduler", ""),
         ):
@@ -290,7 +317,9 @@ def serve(cluster: ScaledCluster, port: int) -> None:  # pragma: no cover - benc
 def _key(path: str, query_string: str) -> str:
     query = parse_qs(query_string)
     query.pop("user.name", None)
-    return path + "?" + "&".join(f"{k}={','.join(sorted(v))}" for k, v in sorted(query.items()))
+    # Comma lists in any order are one query (the client sends states unsorted).
+    parts = {k: ",".join(sorted(",".join(v).split(","))) for k, v in query.items()}
+    return path + "?" + "&".join(f"{k}={v}" for k, v in sorted(parts.items()))
 
 
 if __name__ == "__main__":  # pragma: no cover - benchmark helper

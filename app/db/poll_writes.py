@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,13 @@ class PollWrites:
     gone: list[str]
     node_rows: list[NodeState]
     memory: PollMemory
+    counter_rows: list[dict[str, Any]] = field(default_factory=list)
 
+
+# Where the state and the start instant sit in a lifecycle key (``_lifecycle`` below).
+LIFE_STATE = 0
+LIFE_STARTED = 9
+LIFE_FINISHED = 11
 
 # Attribute getters run in C: building these keys for every listed app is most of ``plan``.
 _lifecycle = operator.attrgetter(
@@ -109,11 +115,19 @@ def plan(
     nodes: Sequence[NodeState],
     now_ms: int,
     refresh_ms: int,
+    covered: Callable[[AppKey], bool] | None = None,
 ) -> PollWrites:
-    """Decide what this poll writes (pure: no I/O)."""
+    """Decide what this poll writes (pure: no I/O).
+
+    ``covered`` is ``None`` when ``apps`` is every app the RM lists. Otherwise the poll asked for
+    part of them: ``covered(lifecycle key)`` says whether a not-final app known from before
+    would have been listed if the RM still had it in that form; one that is covered and not
+    listed is gone, one that is not covered stays as it was; a final app that is covered and
+    not listed is forgotten."""
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
+    counter_rows: list[dict[str, Any]] = []
     refresh_ms = max(1, refresh_ms)
     for app in apps:
         if app.app_id in new_apps:
@@ -122,25 +136,39 @@ def plan(
         counters: AppKey = _counters(app)
         prev = prev_apps.get(app.app_id)
         slot = (now_ms + zlib.crc32(app.app_id.encode()) % refresh_ms) // refresh_ms
-        if (
-            prev is None
-            or prev[0] != life
-            or (prev[1] != counters and (app.state in FINAL_APP_STATES or slot != prev[2]))
-        ):
+        if prev is None or prev[0] != life:
             rows.append(app_row(cluster_id, app, now_ms))
+        elif prev[1] != counters and (app.state in FINAL_APP_STATES or slot != prev[2]):
+            # Only the counters moved: a narrow UPDATE, a fraction of an upsert's parameters.
+            counter_rows.append(
+                {
+                    "b_app_id": app.app_id,
+                    "b_progress": app.progress,
+                    "b_elapsed_ms": app.elapsed_ms,
+                    "b_vcore_seconds": app.vcore_seconds,
+                    "b_memory_seconds": app.memory_seconds,
+                    "b_updated_ms": now_ms,
+                }
+            )
         else:
             # Unchanged, or only counters moved within the refresh slot: the stored row stays.
             counters, slot = prev[1], prev[2]
         new_apps[app.app_id] = (life, counters, slot)
-    gone = [
-        app_id
-        for app_id, (life, _, _) in prev_apps.items()
-        if app_id not in new_apps and life[0] not in FINAL_APP_STATES
-    ]
+    gone: list[str] = []
+    for app_id, entry in prev_apps.items():
+        if app_id in new_apps:
+            continue
+        life = entry[0]
+        if covered is not None and not covered(life):
+            new_apps[app_id] = entry
+        elif life[0] not in FINAL_APP_STATES:
+            gone.append(app_id)
+        # else: a final app out of the finished window is forgotten, as the RM does
     prev_nodes = memory.nodes
     new_nodes: dict[str, NodeKey] = {n.node_id: _node_key(n) for n in nodes}
     changed = [n for n in nodes if prev_nodes.get(n.node_id) != new_nodes[n.node_id]]
-    return PollWrites(rows, gone, changed, PollMemory(new_apps, new_nodes, primed=True))
+    memory_after = PollMemory(new_apps, new_nodes, primed=True)
+    return PollWrites(rows, gone, changed, memory_after, counter_rows)
 
 
 def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
@@ -200,6 +228,27 @@ def upsert_app_rows(session: Session, rows: Sequence[dict[str, Any]]) -> int:
         return 0
     conn = session.connection()
     stmt = _upsert_statement(session)
+    for batch in _batches(rows):
+        conn.execute(stmt, list(batch))
+    return len(rows)
+
+
+def update_counters(session: Session, rows: Sequence[dict[str, Any]]) -> int:
+    """Refresh the running counters of known apps (rows from ``plan``); returns how many."""
+    if not rows:
+        return 0
+    stmt = (
+        update(_APPS)
+        .where(_APPS.c.app_id == bindparam("b_app_id"))
+        .values(
+            progress=bindparam("b_progress"),
+            elapsed_ms=bindparam("b_elapsed_ms"),
+            vcore_seconds=bindparam("b_vcore_seconds"),
+            memory_seconds=bindparam("b_memory_seconds"),
+            updated_ms=bindparam("b_updated_ms"),
+        )
+    )
+    conn = session.connection()
     for batch in _batches(rows):
         conn.execute(stmt, list(batch))
     return len(rows)

@@ -11,15 +11,29 @@ At cluster scale (thousands of apps and nodes) a tick writes only what changed s
 good tick, in fixed-size batches (``app.db.poll_writes``); error text kept for ``/ready`` and the
 logs is capped, since a database error can quote a whole statement with its parameters.
 
+A large cluster's running apps are not all asked for on every tick. Each tick lists every
+pending app, the RUNNING apps started in the last ``NEW_MARGIN_MS`` (by the RM's clock), the
+finished window, and one of ``slices`` ranges of start instants, the ranges splitting the known
+running apps evenly, so that each running app is listed once per ``app_refresh_s``: a tick costs
+about 1/``slices`` of the full list and the counter refreshes are spread over the window. Apps
+the poller knew as pending are looked for among the RUNNING ones by their start instants (at most
+``FOLLOW_RANGES`` narrow ranges), so a start is seen on the next tick. A known app missing from a
+range it belongs to is gone. The first tick of a process lists everything.
+
 The finished window reaches ``FINISHED_GRACE_MS`` behind the watermark: a real 3.5.0 RM keeps
 accruing ``vcoreSeconds`` for a few seconds after an app turns FINISHED (its AM container is still
-exiting), so apps are re-read, and their accounting corrected, until the grace has passed.
+exiting), so apps are re-read, and their accounting corrected, until the grace has passed. With
+slices, a busy cluster ending thousands of apps in the grace, a tick reads back
+``FINISHED_MARGIN_MS`` only, plus the apps that ended in the band since the previous tick's
+band up to ``SETTLE_MS`` behind the watermark: each finished app is read once more, settled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,9 +43,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db import poll_writes, repo
 from app.db.models import PollRecord
 from app.db.session import transaction
-from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
+from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS, ClusterSnapshot
 from app.redact import redact_text, redact_url
 from app.services.base import Clock, LoopService, wall_clock_ms
+from app.yarn.client import PENDING_APP_STATES, RunningSlice
 from app.yarn.errors import RMError
 
 # How stale a running app's counters (progress, elapsed, resource-seconds) may be in the history
@@ -39,6 +54,16 @@ from app.yarn.errors import RMError
 APP_REFRESH_S = 60.0
 # Error text kept per failure (``/ready``, the polls table, the log line).
 MAX_ERROR_CHARS = 1000
+# Running apps started this recently (RM clock, behind the latest submission seen) are listed on
+# every tick: new submissions that went straight to RUNNING between two ticks.
+NEW_MARGIN_MS = 5_000
+# How far behind the watermark a sliced tick reads finished apps, and how long after its end a
+# finished app is read once more (see above).
+FINISHED_MARGIN_MS = 5_000
+SETTLE_MS = 60_000
+# Narrow ranges of start instants in which apps known as pending are looked for once RUNNING.
+FOLLOW_RANGES = 4
+_PENDING = frozenset(PENDING_APP_STATES)
 
 
 class SnapshotSource(Protocol):
@@ -47,7 +72,9 @@ class SnapshotSource(Protocol):
     @property
     def active_url(self) -> str | None: ...
 
-    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot: ...
+    async def snapshot(
+        self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+    ) -> ClusterSnapshot: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +121,12 @@ class Poller(LoopService):
         self.last_summary: PollSummary | None = None
         self.app_refresh_ms = int(app_refresh_s * 1000)
         self.memory = poll_writes.PollMemory()
+        # One range of start instants per tick; the full running list is visited once per window.
+        self.slices = max(1, math.ceil(app_refresh_s / interval_s)) if interval_s > 0 else 1
+        self._slice = 0
+        self._bounds: list[int] = []
+        # Finished apps that ended up to here (RM clock) were read again after settling.
+        self._settled_ms = 0
 
     async def run_once(self, now_ms: int) -> None:
         await self.poll(now_ms)
@@ -105,18 +138,78 @@ class Poller(LoopService):
         started = time.monotonic()
         try:
             watermark = await asyncio.to_thread(self._load_watermark, now_ms)
-            since = max(0, watermark - FINISHED_GRACE_MS) if watermark else 0
-            snap = await self.source.snapshot(now_ms, finished_since_ms=since)
-            summary = await asyncio.to_thread(self._persist, snap, watermark, now_ms, started)
+            running, covered = self._running_slice(watermark)
+            reach = FINISHED_GRACE_MS if running is None else FINISHED_MARGIN_MS
+            since = max(0, watermark - reach) if watermark else 0
+            if running is None:
+                snap = await self.source.snapshot(now_ms, finished_since_ms=since)
+            else:
+                snap = await self.source.snapshot(now_ms, finished_since_ms=since, running=running)
+            summary = await asyncio.to_thread(
+                self._persist, snap, watermark, now_ms, started, covered
+            )
         except (RMError, SQLAlchemyError) as exc:
             summary = await self._fail(now_ms, exc, started)
         else:
             self.failures = 0
+            self._slice = (self._slice + 1) % self.slices if running is not None else 0
+            self._settled_ms = max(0, watermark - SETTLE_MS)
             self.next_attempt_ms = 0
             self.last_good_poll_ms = now_ms
             self.last_error = None
         self.last_summary = summary
         return summary
+
+    def _running_slice(
+        self, watermark: int
+    ) -> tuple[RunningSlice | None, Callable[[poll_writes.AppKey], bool] | None]:
+        """What this tick asks of the running apps, and which known apps that answer covers
+        (``None``, ``None``: all of them, on the first tick of a process or with one slice)."""
+        memory = self.memory
+        if not memory.primed or self.slices == 1:
+            return None, None
+        state_at, started_at = poll_writes.LIFE_STATE, poll_writes.LIFE_STARTED
+        follow: list[int] = []
+        starts: list[int] = []
+        for life, _, _ in memory.apps.values():
+            if life[state_at] in _PENDING:
+                follow.append(life[started_at] or 0)
+            elif life[state_at] == "RUNNING":
+                starts.append(life[started_at] or 0)
+        latest = max(max(starts, default=0), max(follow, default=0))
+        new_begin = max(0, latest - NEW_MARGIN_MS)
+        settle_end = watermark - SETTLE_MS
+        settle_begin = max(self._settled_ms + 1, watermark - FINISHED_GRACE_MS)
+        forget_before = max(0, watermark - FINISHED_GRACE_MS)
+        finished_at = poll_writes.LIFE_FINISHED
+        k, j = self.slices, self._slice
+        if j == 0 or len(self._bounds) != k - 1:
+            # Boundaries fixed for one pass over the slices, so that the pass covers every start.
+            starts.sort()
+            n = len(starts)
+            self._bounds = [starts[i * n // k] if n else 0 for i in range(1, k)]
+            j = self._slice = 0
+        lo = None if j == 0 else self._bounds[j - 1]
+        hi = new_begin - 1 if j == k - 1 else self._bounds[j] - 1
+        ranges: list[tuple[int | None, int | None]] = [(new_begin, None)]
+        if lo is None or hi >= lo:
+            ranges.insert(0, (lo, hi))
+        ranges += follow_ranges([t for t in follow if t < new_begin], FOLLOW_RANGES)
+        ranges = rm_ranges(ranges)
+
+        def covered(life: poll_writes.AppKey) -> bool:
+            if life[state_at] in FINAL_APP_STATES:
+                # Kept in memory until out of the grace, when the RM's window drops it too.
+                return bool((life[finished_at] or 0) < forget_before)
+            if life[state_at] in _PENDING:
+                return True  # every pending app is listed, or followed by id
+            if life[state_at] != "RUNNING":
+                return False
+            start = life[started_at] or 0
+            return any((b is None or start >= b) and (e is None or start <= e) for b, e in ranges)
+
+        settled = (settle_begin, settle_end) if watermark and settle_begin <= settle_end else None
+        return RunningSlice(tuple(ranges), settled), covered
 
     def backoff_s(self) -> float:
         """Delay before the next attempt after ``failures`` consecutive failures."""
@@ -147,16 +240,28 @@ class Poller(LoopService):
             return cluster.finished_watermark_ms
 
     def _persist(
-        self, snap: ClusterSnapshot, watermark: int, now_ms: int, started: float
+        self,
+        snap: ClusterSnapshot,
+        watermark: int,
+        now_ms: int,
+        started: float,
+        covered: Callable[[poll_writes.AppKey], bool] | None = None,
     ) -> PollSummary:
         with transaction(self.sessions) as session:
             cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
             queue_ids = repo.upsert_queues(session, cluster.id, snap.queues, snap.taken_ms)
             queues = repo.add_queue_samples(session, queue_ids, snap.queues, snap.taken_ms)
             writes = poll_writes.plan(
-                self.memory, cluster.id, snap.apps, snap.nodes, snap.taken_ms, self.app_refresh_ms
+                self.memory,
+                cluster.id,
+                snap.apps,
+                snap.nodes,
+                snap.taken_ms,
+                self.app_refresh_ms,
+                covered,
             )
             apps = poll_writes.upsert_app_rows(session, writes.app_rows)
+            apps += poll_writes.update_counters(session, writes.counter_rows)
             if self.memory.primed:
                 poll_writes.mark_gone(session, writes.gone, snap.taken_ms)
             else:
@@ -205,6 +310,40 @@ class Poller(LoopService):
                     error=cap_error(redact_text(error)),
                 ),
             )
+
+
+def follow_ranges(starts: list[int], most: int) -> list[tuple[int | None, int | None]]:
+    """At most ``most`` inclusive ranges covering every instant in ``starts``, cut at the widest
+    gaps, so they hold as few other apps' starts as possible."""
+    points = sorted(set(starts))
+    if not points:
+        return []
+    gaps = sorted(range(1, len(points)), key=lambda i: points[i] - points[i - 1])
+    cuts = sorted(gaps[len(gaps) - (most - 1) :] if most > 1 else [])
+    out: list[tuple[int | None, int | None]] = []
+    begin = 0
+    for cut in [*cuts, len(points)]:
+        out.append((points[begin], points[cut - 1]))
+        begin = cut
+    return out
+
+
+def rm_ranges(
+    ranges: list[tuple[int | None, int | None]],
+) -> list[tuple[int | None, int | None]]:
+    """``ranges`` as the RM accepts them: it answers 400 to a negative bound or to a begin after
+    the end. Start instants are never negative, so a range ending below 0 holds no app and is
+    dropped, and a negative begin is the same as none."""
+    out: list[tuple[int | None, int | None]] = []
+    for begin, end in ranges:
+        if end is not None and end < 0:
+            continue
+        if begin is not None and begin < 0:
+            begin = None
+        if begin is not None and end is not None and begin > end:
+            continue
+        out.append((begin, end))
+    return out
 
 
 def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:

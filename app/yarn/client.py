@@ -65,6 +65,8 @@ API_PREFIX = "/ws/v1/cluster"
 # Key of a submission context naming the user to run as (see app.jobs.contexts.RUN_AS).
 RUN_AS_KEY = "run_as"
 RUNNING_APP_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+# Not yet running: listed in full on every poll (few, and their start is what admission follows).
+PENDING_APP_STATES = RUNNING_APP_STATES[:-1]
 FINISHED_APP_STATES = tuple(sorted(FINAL_APP_STATES))
 KILL_POLL_S = 0.5
 _XML = "application/xml"
@@ -208,6 +210,8 @@ class RMClient:
         tags: Sequence[str] | None = None,
         limit: int | None = None,
         deselects: Sequence[str] = (),
+        started_time_begin_ms: int | None = None,
+        started_time_end_ms: int | None = None,
     ) -> tuple[AppRecord, ...]:
         """``GET /apps`` with the RM's own filters (section 3.4; ``tags`` match any);
         ``deselects`` names ``AppInfo`` fields the RM may leave out."""
@@ -219,6 +223,8 @@ class RMClient:
             user=user,
             tags=tags,
             limit=limit,
+            started_time_begin_ms=started_time_begin_ms,
+            started_time_end_ms=started_time_end_ms,
         )
         if deselects:
             params["deSelects"] = ",".join(deselects)
@@ -354,19 +360,47 @@ class RMClient:
 
     # --- composite ----------------------------------------------------------------------------
 
-    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+    async def snapshot(
+        self,
+        now_ms: int,
+        *,
+        finished_since_ms: int | None,
+        running: RunningSlice | None = None,
+    ) -> ClusterSnapshot:
         """Everything a poll needs, fetched concurrently.
 
-        Apps are the non-final ones plus those finished at or after ``finished_since_ms``
-        (``None``: every finished app the RM still remembers, bounded by its
-        ``max-completed-applications``). An app that finished between the two queries appears
-        once, in its finished form.
+        Apps are those finished at or after ``finished_since_ms`` (``None``: every finished app
+        the RM still remembers, bounded by its ``max-completed-applications``) plus the
+        non-final ones: all of them when ``running`` is ``None``, else only what ``running``
+        names (see ``RunningSlice``). An app listed twice appears once, in its latest form.
         """
-        info, metrics, scheduler, running, finished, nodes = await asyncio.gather(
+        running_calls: list[Awaitable[tuple[AppRecord, ...]]]
+        if running is None:
+            running_calls = [self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS)]
+        else:
+            running_calls = [self.apps(states=PENDING_APP_STATES, deselects=APP_DESELECTS)]
+            running_calls += [
+                self.apps(
+                    states=("RUNNING",),
+                    started_time_begin_ms=begin,
+                    started_time_end_ms=end,
+                    deselects=APP_DESELECTS,
+                )
+                for begin, end in running.started
+            ]
+            if running.settled is not None:
+                running_calls.append(
+                    self.apps(
+                        states=FINISHED_APP_STATES,
+                        finished_time_begin_ms=running.settled[0],
+                        finished_time_end_ms=running.settled[1],
+                        deselects=APP_DESELECTS,
+                    )
+                )
+        fixed = asyncio.gather(
             self.cluster_info(),
             self.metrics(),
             self._scheduler_info(),
-            self.apps(states=RUNNING_APP_STATES, deselects=APP_DESELECTS),
             self.apps(
                 states=FINISHED_APP_STATES,
                 finished_time_begin_ms=finished_since_ms,
@@ -374,7 +408,12 @@ class RMClient:
             ),
             self.nodes(),
         )
-        apps = {app.app_id: app for app in (*running, *finished)}
+        (info, metrics, scheduler, finished, nodes), listed = await asyncio.gather(
+            fixed, asyncio.gather(*running_calls)
+        )
+        apps = {app.app_id: app for part in listed for app in part}
+        for app in finished:
+            apps[app.app_id] = app
         return ClusterSnapshot(
             taken_ms=now_ms,
             rm_url=self.active_url,
@@ -548,6 +587,19 @@ class _Send:
     prefix: str = API_PREFIX
 
 
+@dataclass(frozen=True, slots=True)
+class RunningSlice:
+    """Which running apps a poll asks for, instead of all of them.
+
+    Every pending app is listed (``PENDING_APP_STATES``); RUNNING apps only when their
+    ``startedTime`` falls in one of ``started`` (inclusive ``(begin, end)``; ``None``: open).
+    ``settled``: also the final apps whose ``finishedTime`` is in this inclusive range.
+    """
+
+    started: tuple[tuple[int | None, int | None], ...]
+    settled: tuple[int, int] | None = None
+
+
 # --- helpers (pure) ---------------------------------------------------------------------------
 
 _APP_ID = re.compile(r"application_\d+_\d+")
@@ -656,11 +708,17 @@ def _app_params(
     user: str | None,
     tags: Sequence[str] | None,
     limit: int | None,
+    started_time_begin_ms: int | None = None,
+    started_time_end_ms: int | None = None,
 ) -> dict[str, str]:
     """Query parameters of ``GET /apps`` (section 3.4); ``None`` means "do not filter"."""
     params: dict[str, str] = {}
     if states:
         params["states"] = ",".join(states)
+    if started_time_begin_ms is not None:
+        params["startedTimeBegin"] = str(started_time_begin_ms)
+    if started_time_end_ms is not None:
+        params["startedTimeEnd"] = str(started_time_end_ms)
     if finished_time_begin_ms is not None:
         params["finishedTimeBegin"] = str(finished_time_begin_ms)
     if finished_time_end_ms is not None:

@@ -9,7 +9,8 @@ from sqlalchemy import func, select
 
 from app.db.models import Application, Cluster, ClusterSample, NodeSample, PollRecord, QueueSample
 from app.domain.model import FINISHED_GRACE_MS, ClusterSnapshot
-from app.services.poller import Poller
+from app.services.poller import FINISHED_MARGIN_MS, SETTLE_MS, Poller
+from app.yarn.client import RunningSlice
 from app.yarn.errors import RMProtocolError, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app, snapshot
@@ -21,10 +22,14 @@ class ScriptedRM:
 
     script: list[ClusterSnapshot | Exception]
     asked_since: list[int | None] = field(default_factory=list)
+    asked_running: list[RunningSlice | None] = field(default_factory=list)
     active_url: str | None = "http://rm1:8088"
 
-    async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+    async def snapshot(
+        self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+    ) -> ClusterSnapshot:
         self.asked_since.append(finished_since_ms)
+        self.asked_running.append(running)
         item = self.script.pop(0)
         if isinstance(item, Exception):
             raise item
@@ -59,8 +64,13 @@ async def test_repeated_polls_and_restart_never_duplicate_and_never_miss(db: Db)
     restarted = _poller(db, second)
     s1 = await restarted.poll(600_000)
     s2 = await restarted.poll(700_000)
-    # The finished window reaches the grace period behind the watermark.
-    assert second.asked_since == [0, 500_000 - FINISHED_GRACE_MS]
+    # A restarted process first lists everything (here: no watermark yet, so all finished apps)
+    # behind the watermark included; the next (sliced) tick reads back a short margin, plus the
+    # band of apps that ended long enough ago to have settled.
+    assert second.asked_since == [0, 500_000 - FINISHED_MARGIN_MS]
+    sliced = second.asked_running[1]
+    assert second.asked_running[0] is None and sliced is not None
+    assert sliced.settled == (500_000 - FINISHED_GRACE_MS, 500_000 - SETTLE_MS)
     assert s1.ok and s2.ok and s2.watermark_ms == 500_000
     assert _count(db, Application) == 2
     with db.sessions() as s:
@@ -112,7 +122,9 @@ async def test_loop_keeps_running_when_a_tick_raises(
     db: Db, caplog: pytest.LogCaptureFixture
 ) -> None:
     class Exploding(ScriptedRM):
-        async def snapshot(self, now_ms: int, *, finished_since_ms: int | None) -> ClusterSnapshot:
+        async def snapshot(
+            self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+        ) -> ClusterSnapshot:
             raise RuntimeError("bug in a dependency")
 
     poller = _poller(db, Exploding([]), interval_s=0.01)
