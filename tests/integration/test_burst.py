@@ -1,5 +1,7 @@
-"""A burst larger than the cluster, with tight and loose deadlines, run straight to YARN and then
-through the sidecar, on the same real Hadoop 3.5.0 RM in one test.
+"""Deadline admission against plain YARN, on the real Hadoop 3.5.0 RM.
+
+A burst larger than the cluster, with tight and loose deadlines, run straight to YARN and then
+through the sidecar in one test.
 
 Twelve distributed-shell jobs (36 tasks of a few seconds each, 8 vcores) arrive at once, first
 submitted straight to ``root.deadline`` as a user without the sidecar would (each with its
@@ -8,11 +10,16 @@ names, profiles and relative deadlines. The sidecar runs Promise admission and p
 throughout, so the straight run is also its history: what a deployed sidecar learns from the
 cluster's past runs of the same recurring jobs. The sidecar must meet at least as many deadlines
 as plain YARN, and every job it starts must finish in time (no run wasted on a job that misses).
+
+While another queue holds most of the cluster, the sidecar admits only what the deadline queue
+can hold now, so every job it admits starts (its ApplicationMaster is launched) within one poll
+interval instead of sitting ACCEPTED until the other queue's containers end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -175,3 +182,78 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
     wasted = [s.name for s in BURST if ours[s.name]["app_id"] and not ours[s.name]["met_deadline"]]
     assert wasted == [], wasted
     assert sidecar_met >= plain_met
+
+
+BUSY_POLL_S = 3.0
+
+
+async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
+    yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
+) -> None:
+    assert yarn_cluster.cluster_json is not None
+    db_url = f"sqlite:///{tmp_path}/sidecar.db"
+    upgrade(db_url)
+    settings = Settings(
+        rm_urls=(yarn_cluster.rm_url,),
+        database_url=db_url,
+        cluster_name="it-busy",
+        mode="advise",
+        poll_interval_s=BUSY_POLL_S,
+        admission_interval_s=1,
+        admission_policy="promise",
+        dshell_harness=yarn_cluster.cluster_json,
+    )
+    run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
+    async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
+        try:
+            # root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 40 s.
+            busy = workload.AppSpec(
+                queue="etl", sleep_s=40, num_containers=5, container_memory_mb=128, tags=(TAG,)
+            )
+            (busy_id,) = await workload.submit_all(rm, [busy], harness)
+            until = time.monotonic() + 60
+            while (await rm.metrics()).containers_allocated < 6:
+                assert time.monotonic() < until, "the busy app did not get its containers"
+                await asyncio.sleep(0.5)
+            async with sidecar(settings) as client:
+                await asyncio.sleep(2 * BUSY_POLL_S)  # the poller has seen the busy queue
+                bodies = [
+                    {"name": f"small-{i}", "deadline": 300, "requested_tasks": 1, "run": run}
+                    for i in range(3)
+                ]
+                answers = [await client.post("/jobs", json=b) for b in bodies]
+                assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
+                first = {a.json()["name"]: a.json()["state"] for a in answers}
+                # 2 vcores are free: one job and its AM; the others wait in the sidecar.
+                started = ("admitted", "submitting", "submitted")
+                assert sum(state in started for state in first.values()) == 1, first
+                until = time.monotonic() + 120
+                while time.monotonic() < until:
+                    ours = await jobs(client)
+                    if all(j["state"] in ("finished", "dropped", "failed") for j in ours.values()):
+                        break
+                    await asyncio.sleep(1)
+                details = [(await client.get(f"/jobs/{j['id']}")).json() for j in ours.values()]
+            assert (await rm.app(busy_id)).state in ("RUNNING", "FINISHED")
+        finally:
+            await workload.kill_unfinished(rm, tags=[TAG])
+    delays = []
+    for detail in details:
+        if detail["app_id"] is None:
+            continue
+        admitted = min(
+            dt.datetime.fromisoformat(d["at"]).timestamp()
+            for d in detail["decisions"]
+            if d["action"] == "admit"
+        )
+        app = await _app(yarn_cluster.rm_url, detail["app_id"])
+        assert app.launched_ms is not None, detail
+        delays.append((detail["name"], app.launched_ms / 1000 - admitted))
+    print("admission -> AM launched (s):", delays)
+    assert delays, "no job was admitted"
+    assert all(d <= BUSY_POLL_S for _, d in delays), delays
+
+
+async def _app(rm_url: str, app_id: str) -> Any:
+    async with RMClient([rm_url], timeout_s=30) as rm:
+        return await rm.app(app_id)
