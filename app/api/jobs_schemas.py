@@ -54,10 +54,11 @@ class ApplicationRun(_In):
 
 
 class SleepRun(_In):
-    """Built-in demo: a distributed-shell app with one ``sleep`` container per granted vcore."""
+    """Built-in demo: a distributed-shell app whose ``requested_tasks`` tasks sleep ``seconds``
+    each, run in waves on the granted containers (one per granted vcore)."""
 
     kind: Literal["sleep"]
-    seconds: float = Field(gt=0, le=86_400, description="Each container's sleep.")
+    seconds: float = Field(gt=0, le=86_400, description="Each task's sleep.")
     container_memory_mb: int = Field(256, ge=64, le=65_536)
 
 

@@ -3,8 +3,9 @@
 A job's ``run`` is stored as the API validated it, one of:
 
 * ``{"kind": "sleep", "seconds": S, "container_memory_mb": M}``: the built-in demo template, a
-  distributed-shell application (``app.yarn.workload``) with one ``sleep S`` container per
-  granted vcore;
+  distributed-shell application (``app.yarn.workload``): the job's ``n`` requested tasks of ``S``
+  seconds each run on its ``g`` granted containers in ``ceil(n / g)`` waves, so a smaller grant
+  takes longer, as it does for a real MapReduce or Spark job;
 * ``{"kind": "application", "command": ..., "resource": {"memory_mb", "vcores"}, "environment":
   {...}, "local_resources": [...], "application_type": ..., "max_app_attempts": n, "priority":
   p}``: an ApplicationMaster the user brings.
@@ -47,6 +48,8 @@ class JobLaunch:
     granted_cpus: int
     run: Mapping[str, Any]
     user_tags: Sequence[str]
+    # The job's requested tasks (0: one per granted container).
+    tasks: int = 0
 
 
 def app_tags(launch: JobLaunch) -> list[str]:
@@ -87,10 +90,12 @@ def _sleep_context(launch: JobLaunch, app_id: str, harness: Harness | None) -> d
         raise TemplateUnavailable(
             "the sleep template needs a distributed-shell harness (YARN_SIDECAR_DSHELL_HARNESS)"
         )
+    containers = max(launch.granted_cpus, 1)
+    waves = max(1, -(-launch.tasks // containers))
     spec = AppSpec(
         queue=launch.queue,
-        sleep_s=float(launch.run["seconds"]),
-        num_containers=max(launch.granted_cpus, 1),
+        sleep_s=float(launch.run["seconds"]) * waves,
+        num_containers=containers,
         container_memory_mb=int(launch.run.get("container_memory_mb", 256)),
         tags=tuple(app_tags(launch)),
         name=launch.name,

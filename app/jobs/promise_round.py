@@ -7,15 +7,24 @@ decision is applied with ``rounds``' compare-and-set and recorded with its ETA (
 predicted start, finish bound and central finish, what a queued job waits for, and for a drop
 the earliest finish it could have had).
 
-Book only what YARN can give: free vcores are the deadline capacity less what runs in the
-deadline queue without a ``sidecar-job:`` tag (the sidecar did not admit it) less every admitted
-grant plus its ApplicationMaster container (``am_containers``, 1 by default live: YARN starts one
-AM per application that no task grant counts). ``admitted_floor`` is what the queue controller
-must keep the deadline queue at.
+Book only what YARN can give: free vcores are what the deadline queue can hold now (``room``)
+less what runs in the deadline queue without a ``sidecar-job:`` tag (the sidecar did not admit
+it) less every admitted grant plus its ApplicationMaster container (``am_containers``, 1 by
+default live: YARN starts one AM per application that no task grant counts). ``admitted_floor``
+is what the queue controller must keep the deadline queue at.
+
+What the deadline queue can hold now, when the operator has not fixed the deadline capacity, is
+read from the latest poll: its guarantee (absolute capacity of the running NodeManagers' vcores,
+rounded down as the CapacityScheduler does), or, if more, everything the other queues leave
+unused (YARN lends idle capacity to a queue up to its maximum capacity), never above that
+maximum. Without it, a grant booked on the whole cluster while another queue held most of it sat
+ACCEPTED in YARN for minutes; with it, such a job waits in the sidecar with an ETA, and every job
+admitted can start at once.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from typing import Any
 
@@ -24,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from app.db import jobs_repo
 from app.db.jobs_models import JobDecision
-from app.db.models import Application, Decision
+from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.promise_history import EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
@@ -53,6 +62,51 @@ def foreign_vcores(session: Session, queue: str) -> int:
         ~Application.tags.contains(f",{t.JOB_TAG}"),
     )
     return int(session.execute(stmt).scalar_one())
+
+
+def room(total: int, guarantee_pct: float, max_pct: float, others_used: int) -> int:
+    """Vcores a queue can hold without waiting for anyone: its guarantee (``guarantee_pct`` of
+    ``total``, rounded down like the CapacityScheduler) or, if more, what the other queues leave
+    unused, capped at its maximum capacity (``max_pct``)."""
+    guaranteed = math.floor(total * guarantee_pct / 100 + 1e-6)
+    ceiling = math.floor(total * max_pct / 100 + 1e-6)
+    return max(0, min(ceiling, max(guaranteed, total - others_used)))
+
+
+def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
+    """``room`` of ``queue`` from the latest poll; ``None`` before the poller has seen it."""
+    cluster_id = jobs_repo.cluster_id(session, cluster_name)
+    if cluster_id is None:
+        return None
+    cluster = session.execute(
+        select(ClusterSample.capability_vcores, ClusterSample.used_vcores)
+        .where(ClusterSample.cluster_id == cluster_id)
+        .order_by(ClusterSample.taken_ms.desc())
+        .limit(1)
+    ).first()
+    parts = queue.split(".")
+    chain = [".".join(parts[: i + 1]) for i in range(1, len(parts))]  # below root
+    latest: dict[str, QueueSample] = {}
+    for path in chain:
+        sample = session.scalar(
+            select(QueueSample)
+            .join(Queue, Queue.id == QueueSample.queue_id)
+            .where(Queue.cluster_id == cluster_id, Queue.path == path)
+            .order_by(QueueSample.taken_ms.desc())
+            .limit(1)
+        )
+        if sample is None:
+            return None
+        latest[path] = sample
+    if cluster is None or not chain:
+        return None
+    total, used = int(cluster[0]), int(cluster[1])
+    own = latest[queue]
+    # Percentage mode: a queue's absolute maximum is its maximum times its parent's.
+    max_pct = 100.0
+    for path in chain:
+        max_pct *= latest[path].max_capacity / 100
+    return room(total, own.absolute_capacity, max_pct, max(used - own.used_vcores, 0))
 
 
 def admitted_floor(session: Session, values: dict[str, Any]) -> int:
@@ -85,12 +139,14 @@ def promise_round(
     waiting, running = admission_jobs(session)
     foreign = foreign_vcores(session, deadline_queue)
     booked = policy.booked(running)
-    free = max(cap - foreign - booked, 0)
+    holdable = _holdable(session, cfg, cap, deadline_queue)
+    free = max(holdable - foreign - booked, 0)
     now = now_ms / 1000
     decisions: list[core.Decision] = list(policy.admit(waiting, running, free, cap, now, est))
     numbers = {
         "trigger": trigger,
         "capacity": cap,
+        "room_vcores": holdable,
         "foreign_vcores": foreign,
         "booked_vcores": booked,
         "free_cpus": free,
@@ -159,7 +215,8 @@ def current_eta(
             est = estimator_for(session, values, cap)
             waiting, running = admission_jobs(session)
             booked = core.booked_floor(running, params)
-            free = max(cap - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
+            holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
+            free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
             for d in core.admit(waiting, running, free, cap, now_ms / 1000, est, params):
                 if d.job_id == job_id:
                     return d.to_dict()
@@ -168,3 +225,12 @@ def current_eta(
         if isinstance(eta, dict):
             return eta
     return None
+
+
+def _holdable(session: Session, cfg: AdmissionConfig, cap: int, queue: str) -> int:
+    """The capacity admission may book: the operator's fixed deadline capacity, else what the
+    deadline queue can hold now (the whole cluster until the poller has seen the queue)."""
+    if cfg.capacity_vcores > 0:
+        return cap
+    now = room_now(session, cfg.cluster_name, queue)
+    return cap if now is None else min(cap, now)

@@ -14,11 +14,15 @@ from typing import Any
 import httpx
 import pytest
 
+from app.db import repo
 from app.db.jobs_models import EstimatorObservation
-from app.db.models import Application, Cluster
+from app.db.models import Application, Cluster, ClusterSample
+from app.db.session import transaction
+from app.jobs.promise_round import room
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import Db
+from tests.factories import queue
 
 RUN = {"kind": "application", "command": "sleep 5"}
 
@@ -28,11 +32,11 @@ def _refuse(request: httpx.Request) -> httpx.Response:
 
 
 @asynccontextmanager
-async def _client(db: Db) -> AsyncIterator[httpx.AsyncClient]:
+async def _client(db: Db, capacity: int = 8) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(
         database_url=db.url,
         cluster_name="test",
-        deadline_capacity_vcores=8,
+        deadline_capacity_vcores=capacity,
         admission_policy="promise",
     )
     app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
@@ -125,3 +129,60 @@ async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -
     assert sigs[report]["ratio_upper"] == pytest.approx(0.125)
     assert sigs["u:al|t:mapreduce"]["samples"] == 6
     assert after["signatures"] == sigs and after["prediction_error"] == before["prediction_error"]
+
+
+def test_room_is_the_guarantee_or_what_the_other_queues_leave_capped_at_the_maximum() -> None:
+    # 20 % of 8 vcores is a guarantee of 1 (rounded down); 6 used elsewhere leave 2.
+    assert room(8, 20.0, 100.0, 6) == 2
+    # Others hold all 8: the guarantee still stands (YARN hands it over as their containers end).
+    assert room(8, 20.0, 100.0, 8) == 1
+    # An idle cluster lends everything up to the queue's maximum capacity (50 % of 8).
+    assert room(8, 20.0, 50.0, 0) == 4
+    # 25 % of 8 is exactly 2, not 1.99...
+    assert room(8, 25.0, 100.0, 8) == 2
+
+
+def _poll(db: Db, taken_ms: int, etl_vcores: int) -> None:
+    """One poll's worth of samples: 8 vcores, root.etl using ``etl_vcores``, root.deadline 20 %."""
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], taken_ms).id
+        qs = [
+            queue("root", capacity=100, leaf=False),
+            queue("root.etl", capacity=80, used_vcores=etl_vcores),
+            queue("root.deadline", capacity=20),
+        ]
+        ids = repo.upsert_queues(s, cid, qs, taken_ms)
+        repo.add_queue_samples(s, ids, qs, taken_ms)
+        s.add(
+            ClusterSample(
+                cluster_id=cid,
+                taken_ms=taken_ms,
+                nodes=1,
+                running_nodes=1,
+                capability_vcores=8,
+                capability_mb=8192,
+                used_vcores=etl_vcores,
+                used_mb=etl_vcores * 1024,
+                num_containers=etl_vcores,
+            )
+        )
+
+
+async def test_admission_books_only_what_the_deadline_queue_can_hold_now(db: Db) -> None:
+    """Another queue holds 6 of 8 vcores: one 1-task job (1 + its AM) fits in the 2 left; the
+    next waits in the sidecar instead of sitting ACCEPTED in YARN; once the other queue's
+    containers are gone, the next job is admitted at once."""
+    now_ms = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    _poll(db, now_ms - 1000, etl_vcores=6)
+    async with _client(db, capacity=0) as client:
+        first = (await client.post("/jobs", json=body(requested_tasks=1, deadline=600))).json()
+        assert (first["state"], first["granted_cpus"]) == ("admitted", 1)
+        second = (
+            await client.post("/jobs", json=body(name="next", requested_tasks=1, deadline=600))
+        ).json()
+        assert second["state"] == "queued", second
+        _poll(db, now_ms, etl_vcores=0)
+        third = (
+            await client.post("/jobs", json=body(name="third", requested_tasks=1, deadline=600))
+        ).json()
+        assert third["state"] == "admitted", third

@@ -155,4 +155,5 @@ def _launch(job: Job) -> JobLaunch:
         granted_cpus=job.granted_cpus or 1,
         run=job.run,
         user_tags=[str(tag) for tag in job.tags],
+        tasks=job.requested_tasks,
     )

@@ -1,0 +1,259 @@
+"""Deadline admission against plain YARN, on the real Hadoop 3.5.0 RM.
+
+A burst larger than the cluster, with tight and loose deadlines, run straight to YARN and then
+through the sidecar in one test.
+
+Twelve distributed-shell jobs (36 tasks of a few seconds each, 8 vcores) arrive at once, first
+submitted straight to ``root.deadline`` as a user without the sidecar would (each with its
+``deadline:``, ``tasks:`` and ``profile:`` tags), then posted to the sidecar with the same shapes,
+names, profiles and relative deadlines. The sidecar runs Promise admission and polls the RM
+throughout, so the straight run is also its history: what a deployed sidecar learns from the
+cluster's past runs of the same recurring jobs. The sidecar must meet at least as many deadlines
+as plain YARN, and every job it starts must finish in time (no run wasted on a job that misses).
+
+While another queue holds most of the cluster, the sidecar admits only what the deadline queue
+can hold now, so every job it admits starts (its ApplicationMaster is launched) within one poll
+interval instead of sitting ACCEPTED until the other queue's containers end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.db.migrate import upgrade
+from app.jobs import rounds
+from app.services import admission
+from app.settings import Settings
+from app.yarn import workload
+from app.yarn.client import RMClient
+from tests.integration.conftest import YarnCluster
+from tests.integration.test_jobs import jobs, sidecar
+
+pytestmark = pytest.mark.yarn
+
+TAG = "it-burst"
+TASK_S = 8.0
+WAIT_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    name: str
+    profile: str
+    tasks: int
+    deadline_s: int
+
+
+# Tight and loose jobs interleaved, in the order they arrive; 36 tasks in all.
+BURST = [
+    Shape(f"{profile}-{i}", profile, tasks, deadline)
+    for i, (profile, tasks, deadline) in enumerate(
+        [
+            ("tight", 4, 30),
+            ("loose", 4, 150),
+            ("tight", 3, 30),
+            ("loose", 4, 150),
+            ("tight", 2, 25),
+            ("loose", 3, 150),
+            ("tight", 4, 40),
+            ("loose", 3, 180),
+            ("tight", 2, 40),
+            ("loose", 2, 180),
+            ("tight", 3, 45),
+            ("loose", 2, 180),
+        ]
+    )
+]
+
+
+@pytest.fixture(autouse=True)
+def learn_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Learn from a finished app at the first poll that sees it final (as ``test_jobs``)."""
+
+    def config(settings: Settings) -> rounds.AdmissionConfig:
+        return replace(rounds.config_from_settings(settings), finished_grace_ms=0)
+
+    monkeypatch.setattr(admission, "config_from_settings", config)
+
+
+async def _straight_to_yarn(rm: RMClient, harness: workload.Harness) -> dict[str, bool]:
+    """The burst as plain YARN runs it: every job at once, all its tasks asked for."""
+    start = time.time()
+    specs = [
+        workload.AppSpec(
+            queue="deadline",
+            sleep_s=TASK_S,
+            num_containers=s.tasks,
+            container_memory_mb=128,
+            tags=(
+                TAG,
+                f"deadline:{int(start + s.deadline_s)}",
+                f"tasks:{s.tasks}",
+                f"profile:{s.profile}",
+            ),
+            name=s.name,
+        )
+        for s in BURST
+    ]
+    ids = await asyncio.gather(*(workload.submit(rm, spec, harness) for spec in specs))
+    await workload.wait_final(rm, list(ids), timeout_s=WAIT_S)
+    met = {}
+    for shape, app_id in zip(BURST, ids, strict=True):
+        app = await rm.app(app_id)
+        ok = app.state == "FINISHED" and app.final_status == "SUCCEEDED"
+        due_ms = (start + shape.deadline_s) * 1000
+        met[shape.name] = bool(ok and app.finished_ms and app.finished_ms <= due_ms)
+    return met
+
+
+async def _wait_learned(client: Any, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        items = (await client.get("/estimator/observations", params={"limit": 1000})).json()
+        if sum(1 for o in items["items"] if o["learned"]) >= count:
+            return
+        await asyncio.sleep(1)
+    raise AssertionError("the sidecar did not learn from the straight run")
+
+
+async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
+    yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
+) -> None:
+    assert yarn_cluster.cluster_json is not None
+    db_url = f"sqlite:///{tmp_path}/sidecar.db"
+    upgrade(db_url)
+    settings = Settings(
+        rm_urls=(yarn_cluster.rm_url,),
+        database_url=db_url,
+        cluster_name="it-burst",
+        mode="advise",
+        poll_interval_s=1,
+        admission_interval_s=1,
+        admission_policy="promise",
+        dshell_harness=yarn_cluster.cluster_json,
+    )
+    async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm, sidecar(settings) as client:
+        try:
+            plain = await _straight_to_yarn(rm, harness)
+            await _wait_learned(client, len(BURST))
+            bodies = [
+                {
+                    "name": s.name,
+                    "deadline": s.deadline_s,
+                    "requested_tasks": s.tasks,
+                    "tags": [f"profile:{s.profile}"],
+                    "run": {"kind": "sleep", "seconds": TASK_S, "container_memory_mb": 128},
+                }
+                for s in BURST
+            ]
+            # They arrive together, as the straight run's did.
+            answers = await asyncio.gather(*(client.post("/jobs", json=b) for b in bodies))
+            assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
+            deadline = time.monotonic() + WAIT_S
+            final = ("finished", "failed", "killed", "dropped", "cancelled")
+            while time.monotonic() < deadline:
+                ours = await jobs(client)
+                if all(ours[s.name]["state"] in final for s in BURST):
+                    break
+                await asyncio.sleep(1)
+            ours = await jobs(client)
+        finally:
+            await workload.kill_unfinished(rm, tags=[TAG])
+    rows = []
+    for s in BURST:
+        job = ours[s.name]
+        rows.append(
+            f"{s.name:8} tasks={s.tasks} deadline={s.deadline_s:3}s"
+            f" plain={'met' if plain[s.name] else 'MISS'}"
+            f" sidecar={job['state']}/{job['met_deadline']} grant={job['granted_cpus']}"
+        )
+    print("\n".join(rows))
+    sidecar_met = sum(1 for s in BURST if ours[s.name]["met_deadline"] is True)
+    plain_met = sum(plain.values())
+    print(f"deadlines met: plain YARN {plain_met}/{len(BURST)}, sidecar {sidecar_met}/{len(BURST)}")
+    assert all(ours[s.name]["state"] in ("finished", "dropped") for s in BURST), ours
+    wasted = [s.name for s in BURST if ours[s.name]["app_id"] and not ours[s.name]["met_deadline"]]
+    assert wasted == [], wasted
+    assert sidecar_met >= plain_met
+
+
+BUSY_POLL_S = 3.0
+
+
+async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
+    yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
+) -> None:
+    assert yarn_cluster.cluster_json is not None
+    db_url = f"sqlite:///{tmp_path}/sidecar.db"
+    upgrade(db_url)
+    settings = Settings(
+        rm_urls=(yarn_cluster.rm_url,),
+        database_url=db_url,
+        cluster_name="it-busy",
+        mode="advise",
+        poll_interval_s=BUSY_POLL_S,
+        admission_interval_s=1,
+        admission_policy="promise",
+        dshell_harness=yarn_cluster.cluster_json,
+    )
+    run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
+    async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
+        try:
+            # root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 40 s.
+            busy = workload.AppSpec(
+                queue="etl", sleep_s=40, num_containers=5, container_memory_mb=128, tags=(TAG,)
+            )
+            (busy_id,) = await workload.submit_all(rm, [busy], harness)
+            until = time.monotonic() + 60
+            while (await rm.metrics()).containers_allocated < 6:
+                assert time.monotonic() < until, "the busy app did not get its containers"
+                await asyncio.sleep(0.5)
+            async with sidecar(settings) as client:
+                await asyncio.sleep(2 * BUSY_POLL_S)  # the poller has seen the busy queue
+                bodies = [
+                    {"name": f"small-{i}", "deadline": 300, "requested_tasks": 1, "run": run}
+                    for i in range(3)
+                ]
+                answers = [await client.post("/jobs", json=b) for b in bodies]
+                assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
+                first = {a.json()["name"]: a.json()["state"] for a in answers}
+                # 2 vcores are free: one job and its AM; the others wait in the sidecar.
+                started = ("admitted", "submitting", "submitted")
+                assert sum(state in started for state in first.values()) == 1, first
+                until = time.monotonic() + 120
+                while time.monotonic() < until:
+                    ours = await jobs(client)
+                    if all(j["state"] in ("finished", "dropped", "failed") for j in ours.values()):
+                        break
+                    await asyncio.sleep(1)
+                details = [(await client.get(f"/jobs/{j['id']}")).json() for j in ours.values()]
+            assert (await rm.app(busy_id)).state in ("RUNNING", "FINISHED")
+        finally:
+            await workload.kill_unfinished(rm, tags=[TAG])
+    delays = []
+    for detail in details:
+        if detail["app_id"] is None:
+            continue
+        admitted = min(
+            dt.datetime.fromisoformat(d["at"]).timestamp()
+            for d in detail["decisions"]
+            if d["action"] == "admit"
+        )
+        app = await _app(yarn_cluster.rm_url, detail["app_id"])
+        assert app.launched_ms is not None, detail
+        delays.append((detail["name"], app.launched_ms / 1000 - admitted))
+    print("admission -> AM launched (s):", delays)
+    assert delays, "no job was admitted"
+    assert all(d <= BUSY_POLL_S for _, d in delays), delays
+
+
+async def _app(rm_url: str, app_id: str) -> Any:
+    async with RMClient([rm_url], timeout_s=30) as rm:
+        return await rm.app(app_id)
