@@ -21,20 +21,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.db.migrate import upgrade
-from app.jobs import rounds
-from app.services import admission
-from app.settings import Settings
 from app.yarn import workload
 from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster
-from tests.integration.test_jobs import jobs, sidecar
+from tests.integration.sidecar_app import jobs, learn_at_first_final_poll, settings_for, sidecar
 
 pytestmark = pytest.mark.yarn
 
@@ -75,12 +71,7 @@ BURST = [
 
 @pytest.fixture(autouse=True)
 def learn_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Learn from a finished app at the first poll that sees it final (as ``test_jobs``)."""
-
-    def config(settings: Settings) -> rounds.AdmissionConfig:
-        return replace(rounds.config_from_settings(settings), finished_grace_ms=0)
-
-    monkeypatch.setattr(admission, "config_from_settings", config)
+    learn_at_first_final_poll(monkeypatch)
 
 
 async def _straight_to_yarn(rm: RMClient, harness: workload.Harness) -> dict[str, bool]:
@@ -126,19 +117,7 @@ async def _wait_learned(client: Any, count: int) -> None:
 async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
     yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
 ) -> None:
-    assert yarn_cluster.cluster_json is not None
-    db_url = f"sqlite:///{tmp_path}/sidecar.db"
-    upgrade(db_url)
-    settings = Settings(
-        rm_urls=(yarn_cluster.rm_url,),
-        database_url=db_url,
-        cluster_name="it-burst",
-        mode="advise",
-        poll_interval_s=1,
-        admission_interval_s=1,
-        admission_policy="promise",
-        dshell_harness=yarn_cluster.cluster_json,
-    )
+    settings = settings_for(yarn_cluster, tmp_path, "it-burst", admission_policy="promise")
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm, sidecar(settings) as client:
         try:
             plain = await _straight_to_yarn(rm, harness)
@@ -190,18 +169,12 @@ BUSY_POLL_S = 3.0
 async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
     yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
 ) -> None:
-    assert yarn_cluster.cluster_json is not None
-    db_url = f"sqlite:///{tmp_path}/sidecar.db"
-    upgrade(db_url)
-    settings = Settings(
-        rm_urls=(yarn_cluster.rm_url,),
-        database_url=db_url,
-        cluster_name="it-busy",
-        mode="advise",
+    settings = settings_for(
+        yarn_cluster,
+        tmp_path,
+        "it-busy",
         poll_interval_s=BUSY_POLL_S,
-        admission_interval_s=1,
         admission_policy="promise",
-        dshell_harness=yarn_cluster.cluster_json,
     )
     run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:

@@ -14,9 +14,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,56 +21,29 @@ import httpx
 import pytest
 
 from app.db import jobs_repo
-from app.db.migrate import upgrade
 from app.db.session import make_engine, make_session_factory, transaction
-from app.jobs import rounds
 from app.jobs.contexts import JobLaunch, build_context
-from app.main import create_app
-from app.services import admission
-from app.settings import Settings
 from app.yarn import workload
 from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster
+from tests.integration.sidecar_app import jobs, learn_at_first_final_poll, settings_for, sidecar
 
 pytestmark = pytest.mark.yarn
 
 CAPACITY = 4
 WAIT_S = 200.0
-# Learning waits until the poller's re-read of a finished app is over (FINISHED_GRACE_MS, 120 s
-# in production), while the job's CPUs are freed, and waiting jobs admitted, at once. With any
-# grace the jobs admitted at a completion cannot use what it teaches, and this test checks that
-# they do (``min(grants) < 2``), so it injects 0 through AdmissionConfig: learning at the first
-# poll that sees the app final, the pre-grace timing. The grace is covered by
-# tests/unit/services/test_admission_recovery.py.
+# Learning at the first poll that sees an app final (``sidecar_app``): with the production grace
+# the jobs admitted at a completion could not use what it teaches, and this test checks that they
+# do (``min(grants) < 2``).
 LEARN_GRACE_MS = 0
 
 
 @pytest.fixture(autouse=True)
 def short_learning_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    def config(settings: Settings) -> rounds.AdmissionConfig:
-        return replace(rounds.config_from_settings(settings), finished_grace_ms=LEARN_GRACE_MS)
-
-    monkeypatch.setattr(admission, "config_from_settings", config)
+    learn_at_first_final_poll(monkeypatch)
 
 
 SLEEP = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
-
-
-@asynccontextmanager
-async def sidecar(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """One sidecar process: the app, its lifespan (poller, controller, admission loops)."""
-    api = create_app(settings)
-    async with api.router.lifespan_context(api):
-        transport = httpx.ASGITransport(app=api)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://sidecar", timeout=60
-        ) as client:
-            yield client
-
-
-async def jobs(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
-    page = (await client.get("/jobs", params={"limit": 1000})).json()
-    return {j["name"]: j for j in page["items"]}
 
 
 async def wait_until(client: httpx.AsyncClient, done: Any, what: str) -> dict[str, Any]:
@@ -94,19 +64,8 @@ def _final(job: dict[str, Any]) -> bool:
 async def test_burst_restart_and_learning_on_a_real_rm(
     yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
 ) -> None:
-    assert yarn_cluster.cluster_json is not None
-    db_url = f"sqlite:///{tmp_path}/sidecar.db"
-    upgrade(db_url)
-    settings = Settings(
-        rm_urls=(yarn_cluster.rm_url,),
-        database_url=db_url,
-        cluster_name="it-jobs",
-        mode="advise",
-        poll_interval_s=1,
-        admission_interval_s=1,
-        deadline_capacity_vcores=CAPACITY,
-        dshell_harness=yarn_cluster.cluster_json,
-    )
+    settings = settings_for(yarn_cluster, tmp_path, "it-jobs", deadline_capacity_vcores=CAPACITY)
+    db_url = settings.database_url
     names = [f"ok-{i}" for i in range(6)]
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
         start = int(time.time())
@@ -265,19 +224,13 @@ async def test_kill_rule_and_cancel_on_a_real_rm(
     """A running job past its deadline with tasks > drop_threshold is killed through the RM
     (``docs/policies.md``; ``docs/yarn.md`` 4.3); ``DELETE /jobs/{id}`` kills a running job's
     app."""
-    assert yarn_cluster.cluster_json is not None
-    db_url = f"sqlite:///{tmp_path}/sidecar.db"
-    upgrade(db_url)
-    settings = Settings(
-        rm_urls=(yarn_cluster.rm_url,),
-        database_url=db_url,
-        cluster_name="it-kill",
+    settings = settings_for(
+        yarn_cluster,
+        tmp_path,
+        "it-kill",
         mode="enforce",
-        poll_interval_s=1,
-        admission_interval_s=1,
         deadline_capacity_vcores=CAPACITY,
         drop_threshold=1,
-        dshell_harness=yarn_cluster.cluster_json,
     )
     long_sleep = {"kind": "sleep", "seconds": 120, "container_memory_mb": 128}
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm, sidecar(settings) as client:

@@ -14,21 +14,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from app.db.migrate import upgrade
-from app.jobs import rounds
-from app.main import create_app
-from app.services import admission
-from app.settings import Settings
 from tests.integration.conftest import YarnCluster
+from tests.integration.sidecar_app import learn_at_first_final_poll, settings_for, sidecar
 
 pytestmark = pytest.mark.yarn
 
@@ -37,23 +30,7 @@ WAIT_S = 120.0
 
 @pytest.fixture(autouse=True)
 def no_learning_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    # As in test_jobs: learn at the first poll that sees the app final (the 120 s production
-    # grace would make a learning test wait minutes per run).
-    def config(settings: Settings) -> rounds.AdmissionConfig:
-        return replace(rounds.config_from_settings(settings), finished_grace_ms=0)
-
-    monkeypatch.setattr(admission, "config_from_settings", config)
-
-
-@asynccontextmanager
-async def sidecar(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    api = create_app(settings)
-    async with api.router.lifespan_context(api):
-        transport = httpx.ASGITransport(app=api)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://sidecar", timeout=60
-        ) as client:
-            yield client
+    learn_at_first_final_poll(monkeypatch)
 
 
 async def run_one(client: httpx.AsyncClient, profile: str, seconds: int, i: int) -> dict[str, Any]:
@@ -95,18 +72,11 @@ async def run_one(client: httpx.AsyncClient, profile: str, seconds: int, i: int)
 async def test_promise_learns_per_signature_on_a_real_rm(
     yarn_cluster: YarnCluster, tmp_path: Path
 ) -> None:
-    assert yarn_cluster.cluster_json is not None
-    db_url = f"sqlite:///{tmp_path}/sidecar.db"
-    upgrade(db_url)
-    settings = Settings(
-        rm_urls=(yarn_cluster.rm_url,),
-        database_url=db_url,
-        cluster_name="it-promise",
-        mode="advise",
-        poll_interval_s=1,
-        admission_interval_s=1,
+    settings = settings_for(
+        yarn_cluster,
+        tmp_path,
+        "it-promise",
         deadline_capacity_vcores=4,
-        dshell_harness=yarn_cluster.cluster_json,
         admission_policy="promise",
         promise_min_samples=2,
     )
