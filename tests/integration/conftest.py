@@ -49,11 +49,18 @@ class YarnCluster:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark everything collected under tests/integration as ``yarn``."""
+    """Mark everything collected under tests/integration as ``yarn``; run the tests marked
+    ``leaves_deadline_history`` last.
+
+    Apps submitted straight to YARN with ``deadline:`` tags stay in the RM's finished-app history,
+    and every later sidecar on the session RM learns from them; the learning tests expect a
+    history without any (a first job bootstrapped, a tight job dropped for lack of time).
+    """
     here = Path(__file__).parent
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.yarn)
+    items.sort(key=lambda item: item.get_closest_marker("leaves_deadline_history") is not None)
 
 
 def _free_port() -> int:

@@ -32,7 +32,8 @@ from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster
 from tests.integration.sidecar_app import jobs, learn_at_first_final_poll, settings_for, sidecar
 
-pytestmark = pytest.mark.yarn
+# Its straight-to-YARN apps carry deadline tags that would teach every later sidecar.
+pytestmark = [pytest.mark.yarn, pytest.mark.leaves_deadline_history]
 
 TAG = "it-burst"
 TASK_S = 8.0
