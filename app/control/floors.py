@@ -114,12 +114,16 @@ def _as_float32(value: float) -> float:
     return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
+def rm_guaranteed(fraction: float, available: float) -> int:
+    """What the RM guarantees of ``available`` to a queue at ``fraction`` of it: it keeps
+    capacities as Java floats and rounds the guaranteed resources down (the smaller of the double
+    and the float product, floored)."""
+    return min(math.floor(fraction * available), math.floor(_as_float32(fraction) * available))
+
+
 def _rm_guarantees(h: int, need: float, available: float) -> bool:
-    """Whether ``h`` hundredths still hold ``need`` after the RM's rounding: it keeps capacities
-    as Java floats and rounds the guaranteed resources down."""
-    fraction = h / TOTAL
-    products = (fraction * available, _as_float32(fraction) * available)
-    return all(math.floor(p + 0.0) >= need for p in products)
+    """Whether ``h`` hundredths still hold ``need`` after the RM's rounding."""
+    return rm_guaranteed(h / TOTAL, available) >= need
 
 
 def amount_hundredths(amount: Amount, parent: Amount) -> int:

@@ -24,13 +24,13 @@ admitted can start at once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.control import floors
 from app.db import jobs_repo
 from app.db.jobs_models import JobDecision
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
@@ -68,8 +68,8 @@ def room(total: int, guarantee_pct: float, max_pct: float, others_used: int) -> 
     """Vcores a queue can hold without waiting for anyone: its guarantee (``guarantee_pct`` of
     ``total``, rounded down like the CapacityScheduler) or, if more, what the other queues leave
     unused, capped at its maximum capacity (``max_pct``)."""
-    guaranteed = math.floor(total * guarantee_pct / 100 + 1e-6)
-    ceiling = math.floor(total * max_pct / 100 + 1e-6)
+    guaranteed = floors.rm_guaranteed(guarantee_pct / 100, total)
+    ceiling = floors.rm_guaranteed(max_pct / 100, total)
     return max(0, min(ceiling, max(guaranteed, total - others_used)))
 
 
@@ -86,6 +86,10 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
     ).first()
     parts = queue.split(".")
     chain = [".".join(parts[: i + 1]) for i in range(1, len(parts))]  # below root
+    if cluster is None or not chain:
+        return None
+    # One indexed lookup per level of the path: ``repo.latest_queues`` would scan every queue's
+    # samples, on every admission round.
     latest: dict[str, QueueSample] = {}
     for path in chain:
         sample = session.scalar(
@@ -98,8 +102,6 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
         if sample is None:
             return None
         latest[path] = sample
-    if cluster is None or not chain:
-        return None
     total, used = int(cluster[0]), int(cluster[1])
     own = latest[queue]
     # Percentage mode: a queue's absolute maximum is its maximum times its parent's.

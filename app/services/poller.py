@@ -141,10 +141,7 @@ class Poller(LoopService):
             running, covered = self._running_slice(watermark)
             reach = FINISHED_GRACE_MS if running is None else FINISHED_MARGIN_MS
             since = max(0, watermark - reach) if watermark else 0
-            if running is None:
-                snap = await self.source.snapshot(now_ms, finished_since_ms=since)
-            else:
-                snap = await self.source.snapshot(now_ms, finished_since_ms=since, running=running)
+            snap = await self.source.snapshot(now_ms, finished_since_ms=since, running=running)
             summary = await asyncio.to_thread(
                 self._persist, snap, watermark, now_ms, started, covered
             )

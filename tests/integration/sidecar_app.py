@@ -3,7 +3,9 @@ through ASGI) against the session's RM, for the deadline-job integration tests."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import time
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -68,3 +70,19 @@ async def jobs(client: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
     """Every job by name."""
     page = (await client.get("/jobs", params={"limit": 1000})).json()
     return {j["name"]: j for j in page["items"]}
+
+
+FINAL_JOB_STATES = ("finished", "failed", "killed", "dropped", "cancelled")
+
+
+async def wait_all_final(
+    client: httpx.AsyncClient, names: Collection[str], timeout_s: float
+) -> dict[str, dict[str, Any]]:
+    """Every job by name once ``names`` have all ended, or as they stand at ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        current = await jobs(client)
+        if all(n in current and current[n]["state"] in FINAL_JOB_STATES for n in names):
+            return current
+        await asyncio.sleep(1)
+    return await jobs(client)

@@ -30,7 +30,12 @@ import pytest
 from app.yarn import workload
 from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster
-from tests.integration.sidecar_app import jobs, learn_at_first_final_poll, settings_for, sidecar
+from tests.integration.sidecar_app import (
+    learn_at_first_final_poll,
+    settings_for,
+    sidecar,
+    wait_all_final,
+)
 
 # Its straight-to-YARN apps carry deadline tags that would teach every later sidecar.
 pytestmark = [pytest.mark.yarn, pytest.mark.leaves_deadline_history]
@@ -95,10 +100,10 @@ async def _straight_to_yarn(rm: RMClient, harness: workload.Harness) -> dict[str
         for s in BURST
     ]
     ids = await asyncio.gather(*(workload.submit(rm, spec, harness) for spec in specs))
-    await workload.wait_final(rm, list(ids), timeout_s=WAIT_S)
+    records = await workload.wait_final(rm, list(ids), timeout_s=WAIT_S)
     met = {}
     for shape, app_id in zip(BURST, ids, strict=True):
-        app = await rm.app(app_id)
+        app = records[app_id]
         ok = app.state == "FINISHED" and app.final_status == "SUCCEEDED"
         due_ms = (start + shape.deadline_s) * 1000
         met[shape.name] = bool(ok and app.finished_ms and app.finished_ms <= due_ms)
@@ -136,14 +141,7 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
             # They arrive together, as the straight run's did.
             answers = await asyncio.gather(*(client.post("/jobs", json=b) for b in bodies))
             assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
-            deadline = time.monotonic() + WAIT_S
-            final = ("finished", "failed", "killed", "dropped", "cancelled")
-            while time.monotonic() < deadline:
-                ours = await jobs(client)
-                if all(ours[s.name]["state"] in final for s in BURST):
-                    break
-                await asyncio.sleep(1)
-            ours = await jobs(client)
+            ours = await wait_all_final(client, [s.name for s in BURST], WAIT_S)
         finally:
             await workload.kill_unfinished(rm, tags=[TAG])
     rows = []
@@ -201,33 +199,23 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
                 # 2 vcores are free: one job and its AM; the others wait in the sidecar.
                 started = ("admitted", "submitting", "submitted")
                 assert sum(state in started for state in first.values()) == 1, first
-                until = time.monotonic() + 120
-                while time.monotonic() < until:
-                    ours = await jobs(client)
-                    if all(j["state"] in ("finished", "dropped", "failed") for j in ours.values()):
-                        break
-                    await asyncio.sleep(1)
+                ours = await wait_all_final(client, [b["name"] for b in bodies], 120)
                 details = [(await client.get(f"/jobs/{j['id']}")).json() for j in ours.values()]
             assert (await rm.app(busy_id)).state in ("RUNNING", "FINISHED")
+            delays = []
+            for detail in details:
+                if detail["app_id"] is None:
+                    continue
+                admitted = min(
+                    dt.datetime.fromisoformat(d["at"]).timestamp()
+                    for d in detail["decisions"]
+                    if d["action"] == "admit"
+                )
+                app = await rm.app(detail["app_id"])
+                assert app.launched_ms is not None, detail
+                delays.append((detail["name"], app.launched_ms / 1000 - admitted))
         finally:
             await workload.kill_unfinished(rm, tags=[TAG])
-    delays = []
-    for detail in details:
-        if detail["app_id"] is None:
-            continue
-        admitted = min(
-            dt.datetime.fromisoformat(d["at"]).timestamp()
-            for d in detail["decisions"]
-            if d["action"] == "admit"
-        )
-        app = await _app(yarn_cluster.rm_url, detail["app_id"])
-        assert app.launched_ms is not None, detail
-        delays.append((detail["name"], app.launched_ms / 1000 - admitted))
     print("admission -> AM launched (s):", delays)
     assert delays, "no job was admitted"
     assert all(d <= BUSY_POLL_S for _, d in delays), delays
-
-
-async def _app(rm_url: str, app_id: str) -> Any:
-    async with RMClient([rm_url], timeout_s=30) as rm:
-        return await rm.app(app_id)

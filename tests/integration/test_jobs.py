@@ -26,7 +26,13 @@ from app.jobs.contexts import JobLaunch, build_context
 from app.yarn import workload
 from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster
-from tests.integration.sidecar_app import jobs, learn_at_first_final_poll, settings_for, sidecar
+from tests.integration.sidecar_app import (
+    FINAL_JOB_STATES,
+    jobs,
+    learn_at_first_final_poll,
+    settings_for,
+    sidecar,
+)
 
 pytestmark = pytest.mark.yarn
 
@@ -58,7 +64,7 @@ async def wait_until(client: httpx.AsyncClient, done: Any, what: str) -> dict[st
 
 
 def _final(job: dict[str, Any]) -> bool:
-    return job["state"] in ("finished", "failed", "killed", "dropped", "cancelled")
+    return job["state"] in FINAL_JOB_STATES
 
 
 async def test_burst_restart_and_learning_on_a_real_rm(

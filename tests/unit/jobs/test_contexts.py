@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
@@ -86,8 +87,10 @@ def test_sleep_template_runs_one_container_per_granted_vcore(tmp_path: Path) -> 
     assert staged.read_bytes() == struct.pack(">H", 7) + b"sleep 4"
 
 
-@pytest.mark.parametrize(("tasks", "cpus", "sleep"), [(7, 3, b"sleep 12"), (6, 3, b"sleep 8"),
-                                                     (2, 3, b"sleep 4"), (0, 3, b"sleep 4")])
+@pytest.mark.parametrize(
+    ("tasks", "cpus", "sleep"),
+    [(7, 3, b"sleep 12"), (6, 3, b"sleep 8"), (2, 3, b"sleep 4"), (0, 3, b"sleep 4")],
+)
 def test_sleep_template_runs_the_requested_tasks_in_waves_on_the_grant(
     tmp_path: Path, tasks: int, cpus: int, sleep: bytes
 ) -> None:
@@ -95,7 +98,7 @@ def test_sleep_template_runs_the_requested_tasks_in_waves_on_the_grant(
     harness = Harness("/cp/*", "-Xmx128m", tmp_path / "staging")
     run = {"kind": "sleep", "seconds": 4, "container_memory_mb": 128}
     launch = _launch(run, cpus=cpus)
-    launch = JobLaunch(*[getattr(launch, f) for f in launch.__slots__[:-1]], tasks=tasks)
+    launch = dataclasses.replace(launch, tasks=tasks)
     ctx = build_context(launch, "application_1_0010", harness)
     assert f"--num_containers {cpus}" in ctx["am-container-spec"]["commands"]["command"]
     staged = tmp_path / "staging" / "application_1_0010" / "shellCommands"
