@@ -27,6 +27,7 @@ from app.api.routes import (
     metrics,
     observe,
     policy,
+    profiles,
     pushes,
     queues,
     whatif,
@@ -46,6 +47,7 @@ from app.observability.whatif_runs import WhatIfRuns
 from app.redact import redact_url
 from app.services.admission import build_admission_service
 from app.services.controller import Controller
+from app.services.history import HistoryCollector
 from app.services.leader import Leadership
 from app.services.poller import Poller
 from app.services.retention import RetentionService
@@ -53,6 +55,7 @@ from app.services.runtime import Runtime
 from app.settings import Mode, Settings
 from app.yarn.actuator import Actuator
 from app.yarn.client import RMClient
+from app.yarn.jobhistory import JobHistoryClient
 from app.yarn.security import rm_client_options
 
 log = logging.getLogger(__name__)
@@ -114,6 +117,22 @@ def create_app(
                 rm_urls=public_urls,
                 interval_s=settings.poll_interval_s,
             )
+            collector: list[HistoryCollector] = []
+            if settings.jobhistory_url:
+                jhs = JobHistoryClient(
+                    settings.jobhistory_url,
+                    timeout_s=settings.jobhistory_timeout_s,
+                    **rm_client_options(settings),
+                )
+                await stack.enter_async_context(jhs)
+                collector.append(
+                    HistoryCollector(
+                        jhs,
+                        state.sessions,
+                        cluster_name=settings.cluster_name,
+                        interval_s=settings.poll_interval_s,
+                    )
+                )
             state.controller = Controller(
                 Actuator(client),
                 state.sessions,
@@ -121,6 +140,7 @@ def create_app(
                 cluster_name=settings.cluster_name,
                 rm_urls=public_urls,
                 poll_interval_s=settings.poll_interval_s,
+                history=bool(collector),
             )
             state.admission = build_admission_service(
                 settings, client, state.sessions, eager=run_loops
@@ -163,7 +183,8 @@ def create_app(
                     batch=settings.retention_batch,
                 )
                 runtime = Runtime(
-                    [state.poller, state.controller, state.admission, pruner], state.leadership
+                    [state.poller, *collector, state.controller, state.admission, pruner],
+                    state.leadership,
                 )
                 runtime.start()
                 stack.callback(runtime.shutdown)
@@ -183,6 +204,7 @@ def create_app(
     for router in (queues.router, apps.router, decisions.router, ledger.router, pushes.router):
         api.include_router(router, dependencies=viewer)
     api.include_router(estimator_routes.router, dependencies=viewer)
+    api.include_router(profiles.router, dependencies=viewer)
     api.include_router(templates_routes.router, dependencies=viewer)
     api.include_router(metrics.router, dependencies=[Depends(metrics_access)])
     for router in (health.router, dashboard.router, policy.router, jobs_routes.router):

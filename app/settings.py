@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     rm_user: str = "yarn-sidecar"
     rm_timeout_s: float = Field(10.0, gt=0, le=300)
     rm_retries: int = Field(2, ge=0, le=10)
+    # The MapReduce JobHistory server (http://jhs:19888): job tasks, phase times and counters for
+    # profiles and Fawkes' DD/TT/JS; read with the RM's auth and TLS options. Empty: not read.
+    jobhistory_url: str = ""
+    jobhistory_timeout_s: float = Field(10.0, gt=0, le=300)
 
     # db
     cluster_name: str = Field("default", min_length=1, max_length=100)
@@ -230,7 +234,7 @@ class Settings(BaseSettings):
 
     def control_config(self) -> ControlConfig:
         """The queue controller's configuration from these settings (validated)."""
-        from app.control.config import check_observable, resolve
+        from app.control.config import HISTORY_VIEW, LIVE_VIEW, check_observable, resolve
 
         cfg = resolve(
             policy=self.policy,
@@ -246,7 +250,7 @@ class Settings(BaseSettings):
             floors=self.queue_floors,
             baseline=self.queue_baseline,
         )
-        check_observable(cfg)
+        check_observable(cfg, HISTORY_VIEW if self.jobhistory_url else LIVE_VIEW)
         return cfg
 
     @property

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.control import history_view
 from app.control.budget import Bounds, bounds_to_json, parse_bounds
 from app.control.floors import parse_baseline, parse_floors
 from app.policies import registry
@@ -221,9 +222,11 @@ def _has_param(policy: str, param: str) -> bool:
     return any(p.name == param for p in registry.lookup(policy).params)
 
 
-# The optional fields of the observation view that the live controller fills: none, since the
-# ResourceManager's REST API reports no input sizes, task completions or per-job slowdowns.
+# The optional fields of the observation view that the live controller fills from the RM alone:
+# none, since the ResourceManager's REST API reports no input sizes, task completions or per-job
+# slowdowns. With a JobHistory server read, the MapReduce history fills them (``HISTORY_VIEW``).
 LIVE_VIEW: frozenset[str] = frozenset()
+HISTORY_VIEW: frozenset[str] = LIVE_VIEW | history_view.FIELDS
 
 
 def check_observable(cfg: ControlConfig, known: frozenset[str] = LIVE_VIEW) -> None:
@@ -239,12 +242,11 @@ def check_observable(cfg: ControlConfig, known: frozenset[str] = LIVE_VIEW) -> N
     if not missing:
         return
     usable = _usable_suffixes(spec, cfg.params, known)
-    hint = f"; choose one computed from the RM's numbers: {', '.join(usable)}" if usable else ""
+    hint = f", or choose one of {', '.join(usable)}" if usable else ""
     raise PolicyError(
         "policy",
-        f"{cfg.policy} decides on {' and '.join(missing.values())}, which the ResourceManager's "
-        f"REST API does not report (no job history source is read), so it would decide on "
-        f"zeros{hint}; the simulator can run it",
+        f"{cfg.policy} decides on {' and '.join(missing.values())}, which the RM does not "
+        f"report: set YARN_SIDECAR_JOBHISTORY_URL to a MapReduce JobHistory server{hint}",
     )
 
 
@@ -256,7 +258,5 @@ def _usable_suffixes(
     if spec.needs is None or key is None or param is None or not param.choices:
         return []
     return [
-        f"{spec.name}:{c}"
-        for c in param.choices
-        if set(spec.needs({**params, key: c})) <= known
+        f"{spec.name}:{c}" for c in param.choices if set(spec.needs({**params, key: c})) <= known
     ]

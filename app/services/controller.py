@@ -73,8 +73,13 @@ class Controller(LoopService):
         rm_urls: tuple[str, ...],
         poll_interval_s: float,
         clock: Clock = wall_clock_ms,
+        history: bool = False,
     ) -> None:
+        """``history``: a JobHistory server is read (``app.services.history``), so the policies
+        may decide on the fields it fills (``control_config.HISTORY_VIEW``)."""
         super().__init__(defaults.interval_s, clock)
+        self.history = history
+        self.observable = control_config.HISTORY_VIEW if history else control_config.LIVE_VIEW
         self.actuator = actuator
         self.sessions = sessions
         self.defaults = defaults
@@ -130,7 +135,7 @@ class Controller(LoopService):
         with transaction(self.sessions) as session:
             ctx = self.load_context(session, now_ms)
             cfg = control_config.overlay(ctx.cfg, changes)
-            control_config.check_observable(cfg)
+            control_config.check_observable(cfg, self.observable)
             control_repo.save_control_config(session, ctx.cluster_id, cfg.to_dict(), now_ms)
             if live is not None:
                 control_repo.add_push(
@@ -210,7 +215,9 @@ class Controller(LoopService):
         cfg = ctx.cfg
         queues = sorted(live.values)
         with self.sessions() as session:
-            inputs = load_inputs(session, ctx.cluster_id, queues, now_ms, cfg.interval_s)
+            inputs = load_inputs(
+                session, ctx.cluster_id, queues, now_ms, cfg.interval_s, history=self.history
+            )
             ledger_before = control_repo.load_policy_state(session, ctx.cluster_id, LEDGER_STATE)
             ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)
             state = control_repo.load_policy_state(session, ctx.cluster_id, cfg.policy)
@@ -383,7 +390,7 @@ class Controller(LoopService):
         ctx = await asyncio.to_thread(self.current, now_ms)
         if changes:
             cfg = control_config.overlay(ctx.cfg, changes)
-            control_config.check_observable(cfg)
+            control_config.check_observable(cfg, self.observable)
             ctx = Context(ctx.cluster_id, cfg, "preview", ctx.last_good_poll_ms)
         early = self._early_exit(ctx, now_ms)
         if early is not None and early[0] != "observe":

@@ -8,18 +8,31 @@ the previous interval.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
+from app.control.history_view import LiveApp, history_inputs
 from app.control.ledger import Poll
-from app.db import control_repo
+from app.db import control_repo, history_repo
+from app.db.promise_history import app_keys
 from app.domain.observation import ClusterTotals, PolicyInputs, SamplePoint, build_inputs
+from app.policies.hybridmr.profiles import ProfileBook
+from app.yarn.client import PENDING_APP_STATES
 
 
 def load_inputs(
-    session: Session, cluster_id: int, queues: Sequence[str], now_ms: int, interval_s: float
+    session: Session,
+    cluster_id: int,
+    queues: Sequence[str],
+    now_ms: int,
+    interval_s: float,
+    *,
+    history: bool = False,
 ) -> PolicyInputs:
-    """Interval averages of every managed queue and the apps completed in the interval."""
+    """Interval averages of every managed queue and the apps completed in the interval; with
+    ``history`` (a JobHistory server is read) also Fawkes' DD, TT and JS inputs
+    (``app.control.history_view``)."""
     start = now_ms - int(interval_s * 1000)
     by_time = control_repo.queue_points(session, cluster_id, queues, start + 1, now_ms)
     points: dict[str, list[SamplePoint]] = {q: [] for q in queues}
@@ -28,7 +41,44 @@ def load_inputs(
             points[queue].append(point)
     total = control_repo.latest_totals(session, cluster_id, now_ms) or ClusterTotals(0.0, 0.0)
     completed = control_repo.completed_apps(session, cluster_id, queues, start, now_ms)
-    return build_inputs(now_ms, interval_s, queues, points, total, completed)
+    inputs = build_inputs(now_ms, interval_s, queues, points, total, completed)
+    if not history:
+        return inputs
+    return with_history(session, cluster_id, inputs, queues)
+
+
+def with_history(
+    session: Session, cluster_id: int, inputs: PolicyInputs, queues: Sequence[str]
+) -> PolicyInputs:
+    """``inputs`` with the history-derived fields filled from the stored MapReduce history."""
+    book = ProfileBook(history_repo.runs(session, cluster_id, limit=history_repo.PROFILE_RUNS))
+    managed = {q.rsplit(".", 1)[-1]: q for q in queues} | {q: q for q in queues}
+    waiting: list[LiveApp] = []
+    running: list[LiveApp] = []
+    for app in history_repo.live_apps(session, cluster_id, [*PENDING_APP_STATES, "RUNNING"]):
+        queue = managed.get(app.queue)
+        if queue is None:
+            continue
+        live = LiveApp(queue, app_keys(app).chain(), app.started_ms)
+        (running if app.state == "RUNNING" else waiting).append(live)
+    tasks = history_repo.completed_tasks(
+        session, cluster_id, queues, inputs.window_start_ms, inputs.now_ms
+    )
+    extra = history_inputs(book, inputs.now_ms, queues, waiting, running, tasks)
+    return replace(
+        inputs,
+        queues={
+            q: replace(
+                v,
+                waiting_input_bytes=extra[q].waiting_input_bytes,
+                completed_tasks=extra[q].completed_tasks,
+                slowdowns=tuple(extra[q].slowdowns),
+            )
+            if q in extra
+            else v
+            for q, v in inputs.queues.items()
+        },
+    )
 
 
 def load_polls(

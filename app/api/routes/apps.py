@@ -8,10 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from app.api.deps import SessionDep
+from app.api.history_schemas import AppDetailOut, MapReduceOut, PhaseOut, TaskOut
 from app.api.params import cursor_errors, require_choice
 from app.api.routes.queues import to_ms
 from app.api.schemas import AppOut, AppPage, ErrorOut, ms_to_dt
-from app.db import repo
+from app.db import history_repo, repo
+from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
 from app.db.models import Application
 
 router = APIRouter(tags=["apps"])
@@ -88,14 +90,71 @@ def list_apps(
     return AppPage(items=[app_out(r) for r in rows], next_cursor=next_cursor)
 
 
-@router.get("/apps/{app_id}", response_model=AppOut, responses={404: {"model": ErrorOut}})
+@router.get("/apps/{app_id}", response_model=AppDetailOut, responses={404: {"model": ErrorOut}})
 def get_app(
     session: SessionDep, app_id: Annotated[str, Path(description="YARN application id.")]
-) -> AppOut:
-    """One recorded application."""
+) -> AppDetailOut:
+    """One recorded application; a MapReduce job also shows its tasks, phases and counters once
+    the JobHistory server has been read."""
     row = repo.get_app(session, app_id)
     if row is None:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"app_id: no application {app_id!r} recorded"
         )
-    return app_out(row)
+    found = history_repo.job_of(session, app_id)
+    return AppDetailOut(
+        **app_out(row).model_dump(), mapreduce=mapreduce_out(*found) if found else None
+    )
+
+
+def mapreduce_out(job: MapReduceJobRow, tasks: list[MapReduceTaskRow]) -> MapReduceOut:
+    """A stored MapReduce history row as the API shows it."""
+    return MapReduceOut(
+        status=job.status,
+        attempts=job.attempts,
+        fetched_at=ms_to_dt(job.fetched_ms),
+        last_error=job.last_error,
+        job_id=job.job_id,
+        state=job.state,
+        maps_total=job.maps_total,
+        maps_completed=job.maps_completed,
+        reduces_total=job.reduces_total,
+        reduces_completed=job.reduces_completed,
+        phases={
+            "map": PhaseOut(
+                duration_ms=job.map_phase_ms,
+                tasks=job.maps_completed,
+                avg_task_ms={"map": job.avg_map_ms},
+                peak_vcores=job.map_peak_vcores,
+            ),
+            "reduce": PhaseOut(
+                duration_ms=job.reduce_phase_ms,
+                tasks=job.reduces_completed,
+                avg_task_ms={
+                    "shuffle": job.avg_shuffle_ms,
+                    "merge": job.avg_merge_ms,
+                    "reduce": job.avg_reduce_ms,
+                },
+                peak_vcores=job.reduce_peak_vcores,
+            ),
+        },
+        input_bytes=job.input_bytes,
+        output_bytes=job.output_bytes,
+        shuffle_bytes=job.shuffle_bytes,
+        spilled_records=job.spilled_records,
+        cpu_ms=job.cpu_ms,
+        vcore_ms=job.vcore_ms,
+        cluster_vcores=job.cluster_vcores,
+        counters=job.counters or {},
+        tasks=[
+            TaskOut(
+                task_id=t.task_id,
+                kind=t.kind,
+                state=t.state,
+                started_at=ms_to_dt(t.start_ms),
+                finished_at=ms_to_dt(t.finish_ms),
+                elapsed_ms=t.elapsed_ms,
+            )
+            for t in tasks
+        ],
+    )

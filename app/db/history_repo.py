@@ -1,0 +1,225 @@
+"""Reads and writes of the MapReduce job history (``app.db.history_models``): what the collector
+still has to ask the JobHistory server about, storing a job with its tasks, and the runs the
+profile book (``app.policies.hybridmr.profiles``) and Fawkes' live DD/TT/JS inputs are built from.
+
+Storing is idempotent: a job's row is replaced and its tasks rewritten in the caller's
+transaction, so asking twice (a retry, a restart between the fetch and the commit) leaves one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
+from app.db.models import Application
+from app.db.promise_history import app_keys
+from app.domain.history import MapReduceJob, counters_to_dict, summarise
+from app.domain.model import FINAL_APP_STATES
+from app.policies.hybridmr.profiles import Run
+
+MAPREDUCE = "MAPREDUCE"
+OK, RETRY, MISSING = "ok", "retry", "missing"
+# How many of the newest MapReduce jobs profiles are built from (Fawkes' DD and JS, /profiles).
+PROFILE_RUNS = 2000
+_TASKS_DONE = MapReduceJobRow.maps_completed + MapReduceJobRow.reduces_completed
+
+
+def to_collect(
+    session: Session, cluster_id: int, now_ms: int, *, limit: int, retry_after_ms: int
+) -> list[str]:
+    """Finished MapReduce apps never asked about, then those due another try, oldest first."""
+    stmt = (
+        select(Application.app_id)
+        .outerjoin(MapReduceJobRow, MapReduceJobRow.app_id == Application.app_id)
+        .where(
+            Application.cluster_id == cluster_id,
+            Application.app_type == MAPREDUCE,
+            Application.state.in_(sorted(FINAL_APP_STATES)),
+            or_(
+                MapReduceJobRow.app_id.is_(None),
+                (MapReduceJobRow.status == RETRY)
+                & (MapReduceJobRow.fetched_ms <= now_ms - retry_after_ms),
+            ),
+        )
+        .order_by(Application.finished_ms, Application.app_id)
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))
+
+
+def store_job(
+    session: Session, app_id: str, job: MapReduceJob, cluster_vcores: float, now_ms: int
+) -> MapReduceJobRow:
+    """Replace the app's history with ``job`` and its tasks."""
+    s = summarise(job)
+    row = session.get(MapReduceJobRow, app_id) or MapReduceJobRow(app_id=app_id, attempts=0)
+    values = {
+        "status": OK,
+        "attempts": row.attempts + 1,
+        "fetched_ms": now_ms,
+        "last_error": None,
+        "job_id": job.job_id,
+        "state": job.state,
+        "submit_ms": job.submit_ms,
+        "start_ms": job.start_ms,
+        "finish_ms": job.finish_ms,
+        "maps_total": job.maps_total,
+        "maps_completed": job.maps_completed,
+        "reduces_total": job.reduces_total,
+        "reduces_completed": job.reduces_completed,
+        "avg_map_ms": job.avg_map_ms,
+        "avg_shuffle_ms": job.avg_shuffle_ms,
+        "avg_merge_ms": job.avg_merge_ms,
+        "avg_reduce_ms": job.avg_reduce_ms,
+        "map_phase_ms": s.map_phase_ms,
+        "reduce_phase_ms": s.reduce_phase_ms,
+        "map_peak_vcores": s.map_peak_vcores,
+        "reduce_peak_vcores": s.reduce_peak_vcores,
+        "input_bytes": s.input_bytes,
+        "output_bytes": s.output_bytes,
+        "shuffle_bytes": s.shuffle_bytes,
+        "spilled_records": s.spilled_records,
+        "cpu_ms": s.cpu_ms,
+        "vcore_ms": s.vcore_ms,
+        "cluster_vcores": cluster_vcores,
+        "counters": counters_to_dict(job.counters),
+    }
+    for key, value in values.items():
+        setattr(row, key, value)
+    session.add(row)
+    session.flush()
+    session.execute(delete(MapReduceTaskRow).where(MapReduceTaskRow.app_id == app_id))
+    if job.tasks:
+        session.add_all(
+            MapReduceTaskRow(
+                app_id=app_id,
+                task_id=t.task_id,
+                kind=t.kind,
+                state=t.state,
+                start_ms=t.start_ms,
+                finish_ms=t.finish_ms,
+                elapsed_ms=t.elapsed_ms,
+            )
+            for t in job.tasks
+        )
+    return row
+
+
+def record_miss(
+    session: Session, app_id: str, now_ms: int, error: str, *, max_attempts: int
+) -> MapReduceJobRow:
+    """The JobHistory server had no answer for the app this time; give up after
+    ``max_attempts``."""
+    row = session.get(MapReduceJobRow, app_id) or MapReduceJobRow(
+        app_id=app_id, attempts=0, counters={}
+    )
+    row.attempts += 1
+    row.status = MISSING if row.attempts >= max_attempts else RETRY
+    row.fetched_ms = now_ms
+    row.last_error = error
+    session.add(row)
+    return row
+
+
+def job_of(session: Session, app_id: str) -> tuple[MapReduceJobRow, list[MapReduceTaskRow]] | None:
+    """An app's stored history with its tasks (by kind, then id)."""
+    row = session.get(MapReduceJobRow, app_id)
+    if row is None:
+        return None
+    tasks = session.scalars(
+        select(MapReduceTaskRow)
+        .where(MapReduceTaskRow.app_id == app_id)
+        .order_by(MapReduceTaskRow.kind, MapReduceTaskRow.task_id)
+    )
+    return row, list(tasks)
+
+
+def completed_tasks(
+    session: Session, cluster_id: int, queues: Sequence[str], start_ms: int, end_ms: int
+) -> dict[str, int]:
+    """Tasks of the jobs whose history arrived in ``(start_ms, end_ms]``, per managed queue (the
+    RM names a queue by leaf or full path depending on its version)."""
+    stmt = (
+        select(
+            Application.queue,
+            func.sum(MapReduceJobRow.maps_completed + MapReduceJobRow.reduces_completed),
+        )
+        .join(Application, Application.app_id == MapReduceJobRow.app_id)
+        .where(
+            Application.cluster_id == cluster_id,
+            MapReduceJobRow.status == OK,
+            MapReduceJobRow.fetched_ms > start_ms,
+            MapReduceJobRow.fetched_ms <= end_ms,
+        )
+        .group_by(Application.queue)
+    )
+    sums = {name: int(n or 0) for name, n in session.execute(stmt).all()}
+    return {
+        q: sums.get(q, 0) + (sums.get(q.rsplit(".", 1)[-1], 0) if "." in q else 0) for q in queues
+    }
+
+
+def _run(row: MapReduceJobRow, app: Application) -> Run:
+    map_task_ms = _counter(row, "org.apache.hadoop.mapreduce.JobCounter", "MILLIS_MAPS")
+    reduce_task_ms = _counter(row, "org.apache.hadoop.mapreduce.JobCounter", "MILLIS_REDUCES")
+    map_vcore_ms = _counter(row, "org.apache.hadoop.mapreduce.JobCounter", "VCORES_MILLIS_MAPS")
+    reduce_vcore_ms = _counter(
+        row, "org.apache.hadoop.mapreduce.JobCounter", "VCORES_MILLIS_REDUCES"
+    )
+    start = row.start_ms or row.submit_ms or 0
+    finish = row.finish_ms or start
+    return Run(
+        app_id=row.app_id,
+        chain=app_keys(app).chain(),
+        finished_ms=finish,
+        input_bytes=float(row.input_bytes),
+        cluster_size=float(row.cluster_vcores),
+        map_s=row.map_phase_ms / 1000,
+        reduce_s=row.reduce_phase_ms / 1000,
+        total_s=max(0, finish - start) / 1000,
+        tasks=row.maps_completed + row.reduces_completed,
+        map_tasks=row.maps_completed,
+        reduce_tasks=row.reduces_completed,
+        map_mean_vcores=map_vcore_ms / row.map_phase_ms if row.map_phase_ms > 0 else 0.0,
+        map_peak_vcores=row.map_peak_vcores,
+        reduce_mean_vcores=(
+            reduce_vcore_ms / row.reduce_phase_ms if row.reduce_phase_ms > 0 else 0.0
+        ),
+        reduce_peak_vcores=row.reduce_peak_vcores,
+        map_vcores_per_task=map_vcore_ms / map_task_ms if map_task_ms > 0 else 1.0,
+        reduce_vcores_per_task=reduce_vcore_ms / reduce_task_ms if reduce_task_ms > 0 else 1.0,
+    )
+
+
+def _counter(row: MapReduceJobRow, group: str, name: str) -> float:
+    value = (row.counters or {}).get(group, {}).get(name)
+    return float(value[0]) if isinstance(value, list) and value else 0.0
+
+
+def runs(session: Session, cluster_id: int, *, limit: int) -> list[Run]:
+    """The newest ``limit`` successful jobs as profile runs (oldest first)."""
+    stmt = (
+        select(MapReduceJobRow, Application)
+        .join(Application, Application.app_id == MapReduceJobRow.app_id)
+        .where(
+            Application.cluster_id == cluster_id,
+            MapReduceJobRow.status == OK,
+            MapReduceJobRow.state == "SUCCEEDED",
+        )
+        .order_by(MapReduceJobRow.finish_ms.desc(), MapReduceJobRow.app_id.desc())
+        .limit(limit)
+    )
+    return [_run(row, app) for row, app in reversed(session.execute(stmt).all())]
+
+
+def live_apps(session: Session, cluster_id: int, states: Sequence[str]) -> list[Application]:
+    """Apps the poller currently sees in ``states`` (not gone)."""
+    stmt = select(Application).where(
+        Application.cluster_id == cluster_id,
+        Application.state.in_(list(states)),
+        Application.gone_ms.is_(None),
+    )
+    return list(session.scalars(stmt))

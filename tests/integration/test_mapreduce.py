@@ -1,0 +1,232 @@
+"""Real MapReduce jobs on a mini cluster with the JobHistory server: the sidecar stores their
+tasks, phases and counters, builds profiles per signature, and Fawkes' DD/TT/JS inputs follow the
+load.
+
+The cluster is this module's own (``run --jobhistory --nodemanagers 2 --node-labels ',fast'``),
+not the session's RM. Jobs are Hadoop's ``WordCount`` (examples jar) over a generated 3 MB text
+file and ``SleepJob`` (jobclient tests jar), submitted by the stock MapReduce client in its own
+JVM, with ``profile:`` tags as their signatures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.conftest import RUN_SCRIPT, YarnCluster, _require_tools, _stop, _wait_ready
+from tests.integration.sidecar_app import settings_for, sidecar
+
+WORDS = ("alpha", "beta", "gamma", "delta", "yarn", "hadoop", "queue", "deadline")
+
+
+def _two_free_ports(offset: int) -> int:
+    """A port P that is free with P + ``offset`` free too (the JobHistory web port)."""
+    for _ in range(200):
+        port = random.randint(20_000, 65_535 - offset)
+        try:
+            for p in (port, port + offset):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free pair of ports")
+
+
+@pytest.fixture(scope="module")
+def mr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnCluster]:
+    """RM, two NodeManagers (the second labelled ``fast``) and the JobHistory server."""
+    _require_tools()
+    workdir = tmp_path_factory.mktemp("yarn-mr")
+    port = _two_free_ports(11_800)
+    stdout, log = workdir / "run.stdout", workdir / "run.stderr"
+    with stdout.open("wb") as out, log.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                str(RUN_SCRIPT),
+                "--port",
+                str(port),
+                "--workdir",
+                str(workdir),
+                "--nodemanagers",
+                "2",
+                "--node-labels",
+                ",fast",
+                "--jobhistory",
+            ],
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+    try:
+        _wait_ready(proc, stdout, log)
+        yield YarnCluster(f"http://127.0.0.1:{port}", workdir / "cluster.json", log)
+    finally:
+        _stop(proc)
+
+
+def _details(cluster: YarnCluster) -> dict[str, Any]:
+    assert cluster.cluster_json is not None
+    details: dict[str, Any] = json.loads(cluster.cluster_json.read_text())
+    return details
+
+
+def mr_job(cluster: YarnCluster, main: str, args: Sequence[str]) -> subprocess.Popen[bytes]:
+    """Submit a MapReduce job with the stock client in its own JVM (argument list, no shell)."""
+    d = _details(cluster)
+    cmd = [
+        f"{d['java_home']}/bin/java",
+        *shlex.split(d["am_java_opts"]),
+        "-cp",
+        d["am_classpath"],
+        main,
+        *args,
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wordcount(cluster: YarnCluster, text: Path, out: Path, queue: str) -> subprocess.Popen[bytes]:
+    return mr_job(
+        cluster,
+        "org.apache.hadoop.examples.WordCount",
+        [
+            "-Dmapreduce.job.tags=profile:wc",
+            f"-Dmapreduce.job.queuename={queue}",
+            "-Dmapreduce.input.fileinputformat.split.maxsize=1000000",
+            str(text),
+            str(out),
+        ],
+    )
+
+
+def sleepjob(cluster: YarnCluster, queue: str) -> subprocess.Popen[bytes]:
+    return mr_job(
+        cluster,
+        "org.apache.hadoop.mapreduce.SleepJob",
+        [
+            "-Dmapreduce.job.tags=profile:nap",
+            f"-Dmapreduce.job.queuename={queue}",
+            "-m",
+            "2",
+            "-r",
+            "1",
+            "-mt",
+            "4000",
+            "-rt",
+            "1000",
+        ],
+    )
+
+
+def _finish(proc: subprocess.Popen[bytes], timeout_s: float = 300) -> None:
+    _, err = proc.communicate(timeout=timeout_s)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+
+
+async def _mr_apps(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+    page = (await client.get("/apps", params={"limit": 1000})).json()
+    return [a for a in page["items"] if a["app_type"] == "MAPREDUCE"]
+
+
+async def _wait_history(
+    client: httpx.AsyncClient, count: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """The details of every MapReduce app once ``count`` of them have their history stored."""
+    deadline = time.monotonic() + timeout_s
+    details: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        details = [
+            (await client.get(f"/apps/{a['app_id']}")).json() for a in await _mr_apps(client)
+        ]
+        if sum(1 for d in details if (d["mapreduce"] or {}).get("status") == "ok") >= count:
+            return details
+        await asyncio.sleep(1)
+    pytest.fail(f"history of {count} MapReduce jobs not stored in {timeout_s}s: {details}")
+
+
+async def test_real_mapreduce_history_profiles_and_fawkes_inputs(
+    mr_cluster: YarnCluster, tmp_path: Path
+) -> None:
+    text = tmp_path / "in" / "words.txt"
+    text.parent.mkdir()
+    rnd = random.Random(7)
+    text.write_text(
+        "\n".join(" ".join(rnd.choice(WORDS) for _ in range(12)) for _ in range(40_000))
+    )
+    settings = settings_for(
+        mr_cluster,
+        tmp_path,
+        "mr",
+        jobhistory_url=_details(mr_cluster)["jobhistory_url"],
+        policy="fawkes:DD",
+        policy_interval_s=2,
+        queue_floors={"*": 0},
+    )
+    async with sidecar(settings) as client:
+        # history: one run of each signature, one after the other
+        _finish(wordcount(mr_cluster, text, tmp_path / "out0", "etl"))
+        _finish(sleepjob(mr_cluster, "adhoc"))
+        details = await _wait_history(client, 2, timeout_s=120)
+        by_profile = {d["tags"][0]: d for d in details}
+        wc, nap = by_profile["profile:wc"]["mapreduce"], by_profile["profile:nap"]["mapreduce"]
+        assert (wc["maps_completed"], wc["reduces_completed"]) == (3, 1)
+        assert (nap["maps_completed"], nap["reduces_completed"]) == (2, 1)
+        assert wc["input_bytes"] >= text.stat().st_size and nap["input_bytes"] == 0
+        # SleepJob's maps sleep 4 s each, its reduce 1 s
+        assert nap["phases"]["map"]["duration_ms"] >= 4000
+        assert nap["phases"]["reduce"]["duration_ms"] >= 1000
+        for job in (wc, nap):
+            assert len(job["tasks"]) == job["maps_completed"] + job["reduces_completed"]
+            cpu = job["counters"]["org.apache.hadoop.mapreduce.TaskCounter"]["CPU_MILLISECONDS"]
+            assert cpu[0] > 0
+        profiles = {p["signature"]: p for p in (await client.get("/profiles")).json()["items"]}
+        assert profiles["p:wc"]["runs"] == profiles["p:nap"]["runs"] == 1
+        assert profiles["p:wc"]["mean_input_bytes"] == wc["input_bytes"]
+
+        # load: three word counts at once in etl, nothing new in adhoc
+        procs = [wordcount(mr_cluster, text, tmp_path / f"out{k}", "etl") for k in (1, 2, 3)]
+        seen: dict[str, list[dict[str, Any]]] = {"waiting": [], "slow": [], "tasks": []}
+        read: set[int] = set()
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and not all(seen.values()):
+            for item in (await client.get("/decisions", params={"limit": 20})).json()["items"]:
+                if item["kind"] != "queue" or item["id"] in read:
+                    continue
+                read.add(item["id"])
+                detail = (await client.get(f"/decisions/{item['id']}")).json()
+                queues = detail["inputs"].get("policy_inputs", {}).get("queues", {})
+                etl, adhoc = queues.get("root.etl", {}), queues.get("root.adhoc", {})
+                if etl.get("waiting_input_bytes", 0) > 0:
+                    seen["waiting"].append(detail)
+                    assert adhoc.get("waiting_input_bytes", 0) == 0
+                if etl.get("slowdowns"):
+                    seen["slow"].append(detail)
+                if etl.get("completed_tasks", 0) > 0:
+                    seen["tasks"].append(detail)
+            await asyncio.sleep(2)
+        for proc in procs:
+            _finish(proc)
+        assert seen["waiting"], "no decision saw etl's waiting input bytes"
+        assert seen["slow"], "no decision saw a running etl job's slowdown"
+        assert seen["tasks"], "no decision saw etl's completed tasks"
+        # DD: etl's waiting bytes are whole multiples of the profile's input size
+        etl_inputs = seen["waiting"][0]["inputs"]["policy_inputs"]["queues"]["root.etl"]
+        waiting = etl_inputs["waiting_input_bytes"]
+        assert waiting / wc["input_bytes"] == pytest.approx(round(waiting / wc["input_bytes"]))
+        await _wait_history(client, 5, timeout_s=120)
+        profiles = {p["signature"]: p for p in (await client.get("/profiles")).json()["items"]}
+        assert profiles["p:wc"]["runs"] == 4 and profiles["p:wc"]["error"]["samples"] == 3
+        # Fawkes DD weighed etl by those bytes: its weight is above adhoc's, which had none
+        weights = seen["waiting"][-1]["outputs"]["policy"]["details"]["weights"]
+        assert weights["root.etl"] > weights.get("root.adhoc", 0.0)
