@@ -11,6 +11,7 @@ skips.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -118,14 +119,19 @@ def yarn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnClust
         cluster_json = os.environ.get(CLUSTER_JSON_ENV)
         yield YarnCluster(external.rstrip("/"), Path(cluster_json) if cluster_json else None, None)
         return
+    with started_cluster(tmp_path_factory.mktemp("yarn-it"), _free_port()) as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
+def started_cluster(workdir: Path, port: int, *options: str) -> Iterator[YarnCluster]:
+    """A mini cluster (``run --port PORT --workdir DIR OPTIONS``) from READY until stopped."""
     _require_tools()
-    workdir = tmp_path_factory.mktemp("yarn-it")
-    port = _free_port()
     stdout, log = workdir / "run.stdout", workdir / "run.stderr"
     with stdout.open("wb") as out, log.open("wb") as err:
         # Own process group: a hung JVM can be killed with everything it started.
         proc = subprocess.Popen(
-            [str(RUN_SCRIPT), "--port", str(port), "--workdir", str(workdir)],
+            [str(RUN_SCRIPT), "--port", str(port), "--workdir", str(workdir), *options],
             stdout=out,
             stderr=err,
             start_new_session=True,

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.conftest import RUN_SCRIPT, YarnCluster, _require_tools, _stop, _wait_ready
+from tests.integration.conftest import YarnCluster, started_cluster
 from tests.integration.sidecar_app import settings_for, sidecar
 
 WORDS = ("alpha", "beta", "gamma", "delta", "yarn", "hadoop", "queue", "deadline")
@@ -47,33 +47,10 @@ def _two_free_ports(offset: int) -> int:
 @pytest.fixture(scope="module")
 def mr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnCluster]:
     """RM, two NodeManagers (the second labelled ``fast``) and the JobHistory server."""
-    _require_tools()
-    workdir = tmp_path_factory.mktemp("yarn-mr")
     port = _two_free_ports(11_800)
-    stdout, log = workdir / "run.stdout", workdir / "run.stderr"
-    with stdout.open("wb") as out, log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                str(RUN_SCRIPT),
-                "--port",
-                str(port),
-                "--workdir",
-                str(workdir),
-                "--nodemanagers",
-                "2",
-                "--node-labels",
-                ",fast",
-                "--jobhistory",
-            ],
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-    try:
-        _wait_ready(proc, stdout, log)
-        yield YarnCluster(f"http://127.0.0.1:{port}", workdir / "cluster.json", log)
-    finally:
-        _stop(proc)
+    options = ("--nodemanagers", "2", "--node-labels", ",fast", "--jobhistory")
+    with started_cluster(tmp_path_factory.mktemp("yarn-mr"), port, *options) as cluster:
+        yield cluster
 
 
 def _details(cluster: YarnCluster) -> dict[str, Any]:
