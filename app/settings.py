@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     # profiles and Fawkes' DD/TT/JS; read with the RM's auth and TLS options. Empty: not read.
     jobhistory_url: str = ""
     jobhistory_timeout_s: float = Field(10.0, gt=0, le=300)
+    # HybridMR placement of deadline jobs: the node label of the dedicated partition a job goes
+    # to when the shared partition would miss its deadline by its profile; empty: off.
+    placement_label: str = Field("", max_length=200, pattern=r"^[A-Za-z0-9_\-.]*$")
 
     # db
     cluster_name: str = Field("default", min_length=1, max_length=100)

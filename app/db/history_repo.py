@@ -200,19 +200,45 @@ def _counter(row: MapReduceJobRow, group: str, name: str) -> float:
 
 
 def runs(session: Session, cluster_id: int, *, limit: int) -> list[Run]:
-    """The newest ``limit`` successful jobs as profile runs (oldest first)."""
+    """Profile runs of the newest ``limit`` successful applications, oldest first: a MapReduce
+    job with its JobHistory record gives input size and phases, any other finished application
+    its run time alone (RM clock, start to finish)."""
     stmt = (
-        select(MapReduceJobRow, Application)
-        .join(Application, Application.app_id == MapReduceJobRow.app_id)
+        select(Application, MapReduceJobRow)
+        .outerjoin(
+            MapReduceJobRow,
+            (MapReduceJobRow.app_id == Application.app_id) & (MapReduceJobRow.status == OK),
+        )
         .where(
             Application.cluster_id == cluster_id,
-            MapReduceJobRow.status == OK,
-            MapReduceJobRow.state == "SUCCEEDED",
+            Application.state == "FINISHED",
+            Application.final_status == "SUCCEEDED",
         )
-        .order_by(MapReduceJobRow.finish_ms.desc(), MapReduceJobRow.app_id.desc())
+        .order_by(Application.finished_ms.desc(), Application.app_id.desc())
         .limit(limit)
     )
-    return [_run(row, app) for row, app in reversed(session.execute(stmt).all())]
+    out: list[Run] = []
+    for app, row in reversed(session.execute(stmt).all()):
+        if row is not None:
+            out.append(_run(row, app))
+        elif app.started_ms is not None and app.finished_ms is not None:
+            out.append(_app_run(app, app.started_ms, app.finished_ms))
+    return out
+
+
+def _app_run(app: Application, started_ms: int, finished_ms: int) -> Run:
+    total = max(0, finished_ms - started_ms) / 1000
+    return Run(
+        app_id=app.app_id,
+        chain=app_keys(app).chain(),
+        finished_ms=finished_ms,
+        input_bytes=0.0,
+        cluster_size=0.0,
+        map_s=total,
+        reduce_s=0.0,
+        total_s=total,
+        tasks=0,
+    )
 
 
 def live_apps(session: Session, cluster_id: int, states: Sequence[str]) -> list[Application]:

@@ -54,6 +54,8 @@ class Job(Base):
     state: Mapped[str] = mapped_column(String(20))
     requested_tasks: Mapped[int] = mapped_column(Integer)
     input_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # The node label of the partition the job was placed on (HybridMR Algorithm 2); None: shared.
+    node_label: Mapped[str | None] = mapped_column(String(200))
     block_size: Mapped[int | None] = mapped_column(BigInteger)
     deadline_s: Mapped[float] = mapped_column(Float)
     deadline_ms: Mapped[int] = mapped_column(BigInteger)

@@ -50,6 +50,8 @@ class JobLaunch:
     user_tags: Sequence[str]
     # The job's requested tasks (0: one per granted container).
     tasks: int = 0
+    # The node label of the partition the job was placed on; None: the shared default partition.
+    node_label: str | None = None
 
 
 def app_tags(launch: JobLaunch) -> list[str]:
@@ -82,6 +84,10 @@ def build_context(launch: JobLaunch, app_id: str, harness: Harness | None = None
         raise ValueError(f"unknown run kind {kind!r}")
     if launch.run.get(RUN_AS):
         context[RUN_AS] = str(launch.run[RUN_AS])
+    if launch.node_label:
+        # The app's default label expression: every container it asks for without its own
+        # expression, the AM's included, runs on that partition.
+        context["app-node-label-expression"] = launch.node_label
     return context
 
 

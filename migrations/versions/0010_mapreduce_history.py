@@ -1,4 +1,5 @@
-"""mapreduce history: finished MapReduce jobs and their tasks from the JobHistory server
+"""mapreduce history: finished MapReduce jobs and their tasks from the JobHistory server; the
+node label a deadline job was placed on
 
 Revision ID: 0010
 Revises: 0009
@@ -74,7 +75,12 @@ def upgrade() -> None:
     )
 
 
+    op.add_column("jobs", sa.Column("node_label", sa.String(length=200), nullable=True))
+
+
 def downgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("node_label")
     op.drop_table("mr_tasks")
     op.drop_index("ix_mr_jobs_fetched", table_name="mr_jobs")
     op.drop_table("mr_jobs")

@@ -24,8 +24,10 @@ from typing import Any
 import httpx
 import pytest
 
+from app.yarn import workload
+from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster, started_cluster
-from tests.integration.sidecar_app import settings_for, sidecar
+from tests.integration.sidecar_app import FINAL_JOB_STATES, settings_for, sidecar
 
 WORDS = ("alpha", "beta", "gamma", "delta", "yarn", "hadoop", "queue", "deadline")
 
@@ -207,3 +209,69 @@ async def test_real_mapreduce_history_profiles_and_fawkes_inputs(
         # Fawkes DD weighed etl by those bytes: its weight is above adhoc's, which had none
         weights = seen["waiting"][-1]["outputs"]["policy"]["details"]["weights"]
         assert weights["root.etl"] > weights.get("root.adhoc", 0.0)
+
+
+LABEL_QUEUE = """<sched-conf><update-queue><queue-name>root.deadline</queue-name><params>
+<entry><key>accessible-node-labels</key><value>fast</value></entry>
+<entry><key>accessible-node-labels.fast.capacity</key><value>100</value></entry>
+</params></update-queue></sched-conf>"""
+
+
+async def test_a_job_the_shared_partition_would_make_late_runs_on_the_labelled_node(
+    mr_cluster: YarnCluster, tmp_path: Path
+) -> None:
+    rm = mr_cluster.rm_url
+    async with httpx.AsyncClient(base_url=rm, timeout=30) as http:
+        # the operator lets root.deadline use the fast partition (CapacityScheduler label capacity)
+        put = await http.put(
+            "/ws/v1/cluster/scheduler-conf",
+            params={"user.name": "yarn-sidecar"},
+            content=LABEL_QUEUE,
+            headers={"Content-Type": "application/xml"},
+        )
+        assert put.status_code == 200, put.text
+        nodes = (await http.get("/ws/v1/cluster/nodes")).json()["nodes"]["node"]
+        fast = {n["nodeHTTPAddress"] for n in nodes if "fast" in (n.get("nodeLabels") or [])}
+        assert len(fast) == 1
+        # history: one run of the signature, straight to YARN (no sidecar), 20 s of work
+        assert mr_cluster.cluster_json is not None
+        harness = workload.Harness.from_cluster_json(mr_cluster.cluster_json)
+        async with RMClient([rm]) as rm_client:
+            spec = workload.AppSpec(
+                queue="default", sleep_s=20, num_containers=1, container_memory_mb=128,
+                tags=("profile:place",), name="place-history",
+            )  # fmt: skip
+            history_id = await workload.submit(rm_client, spec, harness)
+            (before,) = (await workload.wait_final(rm_client, [history_id], timeout_s=180)).values()
+        assert before.state == "FINISHED"
+        settings = settings_for(mr_cluster, tmp_path, "placement", placement_label="fast")
+        async with sidecar(settings) as client:
+            # the poller has the 20 s run before the job arrives
+            deadline = time.monotonic() + 60
+            while (await client.get(f"/apps/{history_id}")).status_code != 200:
+                assert time.monotonic() < deadline, "the history run was never polled"
+                await asyncio.sleep(1)
+            body = {
+                "name": "tight-place",
+                "deadline": 15,
+                "requested_tasks": 1,
+                "tags": ["profile:place"],
+                "run": {"kind": "sleep", "seconds": 2, "container_memory_mb": 128},
+            }
+            job = (await client.post("/jobs", json=body)).json()
+            deadline = time.monotonic() + 120
+            while True:
+                current = (await client.get(f"/jobs/{job['id']}")).json()
+                if current["state"] in FINAL_JOB_STATES or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(1)
+        assert current["state"] == "finished", current
+        (placed,) = [d for d in current["decisions"] if d["action"] == "place"]
+        numbers = placed["numbers"]
+        # 15 s to the deadline against the signature's ~20 s on the shared partition
+        assert (numbers["partition"], numbers["node_label"]) == ("native", "fast")
+        assert numbers["estimate_s"] >= numbers["desired_s"]
+        app = (await http.get(f"/ws/v1/cluster/apps/{current['app_id']}")).json()["app"]
+        # the RM honoured it: the app's label and its AM's node
+        assert app["appNodeLabelExpression"] == "fast"
+        assert app["amHostHttpAddress"] in fast

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import Mode, SettingsError, load_settings
+from app.settings import Mode, Settings, SettingsError, load_settings
 
 
 @pytest.fixture(autouse=True)
@@ -91,3 +91,9 @@ def test_config_file_errors_name_file_and_line(
     cfg.write_text("YARN_SIDECAR_COLOUR=blue\n")
     with pytest.raises(SettingsError, match=r"sidecar.env:1: unknown setting 'colour'"):
         load_settings()
+
+
+def test_placement_label_is_a_node_label_name() -> None:
+    assert Settings(placement_label="fast-ssd.1").placement_label == "fast-ssd.1"
+    with pytest.raises(ValueError, match="placement_label"):
+        Settings(placement_label="fast && rm -rf")

@@ -20,6 +20,15 @@ Decisions where the papers are silent:
   the runs of its signature before it (Algorithm 1 when both have input sizes, else the median of
   the earlier totals); the error is ``|estimate - actual| / actual``, reported as the mean (the
   paper's ~10.8 %) and the 90th percentile, which ``POST /profiles/estimate`` uses as its band.
+* Placement (Algorithm 2) on YARN: the shared default partition is HybridMR's virtual one
+  (interference from co-located work), a node-label partition of dedicated nodes its native one.
+  A batch job goes to the labelled partition exactly when its estimated completion on the shared
+  partition is at least its desired completion time (a deadline job: the time left to its
+  deadline). The estimate is Algorithm 1 when the job's input size and sized runs of its
+  signature exist, else the median run time of the most specific level of its chain. Without any
+  estimate the job stays on the shared partition: sending work without evidence to the small
+  dedicated partition would crowd out the jobs that need it (the paper's default, native, assumes
+  a cluster that is mostly native).
 * Container-size advice (PRISM sizes each phase's containers from its profile): a phase's
   vcores per task are its measured vcore-milliseconds over its task-milliseconds; the advice is to
   request that many vcores (at least 1, rounded up) per task of the phase.
@@ -208,6 +217,62 @@ class ProfileBook:
             "last_finished_ms": runs[-1].finished_ms if runs else None,
             "error": self.errors(signature).to_dict(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Algorithm 2's choice for one live job, with the numbers behind it."""
+
+    partition: str  # "native" (the labelled partition) or "virtual" (the shared one)
+    estimate_s: float | None
+    desired_s: float
+    rule: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the job's decision record."""
+        return {
+            "partition": self.partition,
+            "estimate_s": self.estimate_s,
+            "desired_s": self.desired_s,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
+
+
+def place(
+    book: ProfileBook,
+    chain: Sequence[str],
+    input_bytes: float | None,
+    desired_s: float,
+    shared_size: float,
+) -> Placement:
+    """Algorithm 2 for one batch job on the shared partition of ``shared_size`` vcores (module
+    docstring)."""
+    estimate_s: float | None = None
+    rule: str | None = None
+    if input_bytes and input_bytes > 0 and shared_size > 0:
+        est = book.estimate(chain[0], input_bytes, shared_size)
+        estimate_s, rule = est.total_s, est.rule
+    if estimate_s is None:
+        found = book.level(chain)
+        if found is not None:
+            estimate_s = statistics.median(r.total_s for r in found[1])
+            rule = f"median of {len(found[1])} runs of {found[0]}"
+    if estimate_s is None:
+        why = "no profile of this job: it stays on the shared partition"
+        return Placement("virtual", None, desired_s, None, why)
+    if estimate_s >= desired_s:
+        why = (
+            f"shared-partition estimate {estimate_s:.6g} s >= desired {desired_s:.6g} s "
+            f"({rule}): the shared partition would miss it"
+        )
+        return Placement("native", estimate_s, desired_s, rule, why)
+    why = (
+        f"shared-partition estimate {estimate_s:.6g} s < desired {desired_s:.6g} s ({rule}): "
+        "the shared partition meets it"
+    )
+    return Placement("virtual", estimate_s, desired_s, rule, why)
 
 
 def _mean(values: Sequence[float]) -> float:

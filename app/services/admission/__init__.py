@@ -89,6 +89,7 @@ def build_admission_service(
             overrun_factor=settings.job_overrun_factor,
             harness=harness,
             writes_enabled=settings.mode is not Mode.OBSERVE,
+            placement_label=settings.placement_label,
         ),
         interval_s=settings.admission_interval_s,
     )

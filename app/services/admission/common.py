@@ -83,6 +83,8 @@ class ServiceOptions:
     harness: Harness | None = None
     writes_enabled: bool = True
     kill_wait_s: float = 10.0
+    # The node label of the dedicated partition HybridMR's placement may send a job to; "": off.
+    placement_label: str = ""
 
 
 # How long after reserving an id a timed-out POST /apps may still land. The client gives up after

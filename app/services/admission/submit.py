@@ -7,13 +7,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from app.db import jobs_repo, leader_repo
+from sqlalchemy.orm import Session
+
+from app.db import control_repo, history_repo, jobs_repo, leader_repo, repo
 from app.db.jobs_models import Job
+from app.db.promise_history import job_keys
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import AppRecord
 from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
 from app.jobs.rounds import record_step
+from app.policies.hybridmr import profiles
 from app.services.admission.reaper import Reaper
 from app.yarn.errors import RMRejected
 
@@ -61,11 +65,22 @@ class Submission(Reaper):
         try:
             with transaction(self.sessions) as session:
                 leader_repo.check_epoch(session, self.epoch())
+                placed = self._place(session, job, now) if job.app_id is None else None
+                label = job.node_label if placed is None else placed[0]
                 won = jobs_repo.transition_app(
                     session, job.id, [job.state], job.app_id, now,
                     state=t.SUBMITTING, app_id=app_id, lifetime_expiry_ms=expiry_ms,
+                    node_label=label,
                 )  # fmt: skip
+                if won and placed is not None:
+                    record_step(
+                        session, self.cfg, job.id, "place", placed[1].reason, now,
+                        cpus=job.granted_cpus or 0, node_label=label,
+                        partition=placed[1].partition, estimate_s=placed[1].estimate_s,
+                        desired_s=placed[1].desired_s, rule=placed[1].rule,
+                    )  # fmt: skip
                 if won:
+                    job.node_label = label
                     record_step(
                         session, self.cfg, job.id, "reserve",
                         f"reserved {app_id} before submitting (write-ahead)", now,
@@ -76,6 +91,30 @@ class Submission(Reaper):
         except leader_repo.Fenced as exc:
             self.log.warning("job %s not submitted: %s", job.id, exc)
             return False
+
+    def _place(
+        self, session: Session, job: Job, now_ms: int
+    ) -> tuple[str | None, profiles.Placement] | None:
+        """HybridMR Algorithm 2 for a job about to be submitted (``profiles.place``): the label
+        of the partition it goes to (None: shared) and why; None when placement is off."""
+        label = self.options.placement_label
+        if not label:
+            return None
+        cluster = repo.get_cluster(session, self.cfg.cluster_name)
+        if cluster is None:
+            return None
+        totals = control_repo.latest_totals(session, cluster.id, now_ms)
+        book = profiles.ProfileBook(
+            history_repo.runs(session, cluster.id, limit=history_repo.PROFILE_RUNS)
+        )
+        placed = profiles.place(
+            book,
+            job_keys(job).chain(),
+            float(job.input_bytes) if job.input_bytes else None,
+            max(0.0, (job.deadline_ms - now_ms) / 1000),
+            totals.vcores if totals else 0.0,
+        )
+        return (label if placed.partition == "native" else None), placed
 
     def _mark_submitted(self, job: Job, app_id: str, expiry_ms: int) -> bool:
         now = self.clock()
@@ -156,4 +195,5 @@ def _launch(job: Job) -> JobLaunch:
         run=job.run,
         user_tags=[str(tag) for tag in job.tags],
         tasks=job.requested_tasks,
+        node_label=job.node_label,
     )

@@ -110,3 +110,10 @@ def test_sleep_template_without_harness_is_refused() -> None:
         build_context(_launch({"kind": "sleep", "seconds": 1}), "application_1_0001")
     with pytest.raises(ValueError):
         build_context(_launch({"kind": "mystery"}), "application_1_0001")
+
+
+def test_a_placed_job_asks_for_its_partition_and_an_unplaced_one_for_none() -> None:
+    run = {"kind": "application", "command": "true"}
+    placed = dataclasses.replace(_launch(run), node_label="fast")
+    assert build_context(placed, "application_1_0008")["app-node-label-expression"] == "fast"
+    assert "app-node-label-expression" not in build_context(_launch(run), "application_1_0009")

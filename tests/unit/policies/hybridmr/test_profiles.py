@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.policies.hybridmr.profiles import ProfileBook, Run
+from app.policies.hybridmr.profiles import ProfileBook, Run, place
 
 WC = ("p:wc", "u:ann|t:mapreduce", "q:root.etl", "*")
 SORT = ("p:sort", "u:ann|t:mapreduce", "q:root.etl", "*")
@@ -93,3 +93,23 @@ def test_phase_profile_gives_peak_and_mean_vcores_and_rounds_the_advice_up() -> 
     assert phases["map"]["advice"] == {"vcores_per_container": 1}
     assert phases["reduce"]["advice"] == {"vcores_per_container": 2}
     assert book.phase_profile("p:none") == {}
+
+
+def test_placement_sends_a_job_the_shared_partition_would_make_late_to_the_labelled_one() -> None:
+    book = ProfileBook([run(WC, 1, 100, 10), run(WC, 2, 200, 20)])
+    # Algorithm 1 with the input size: 300 B -> 30 s (extrapolated) against 25 s desired
+    late = place(book, WC, 300, desired_s=25, shared_size=16)
+    assert (late.partition, late.estimate_s, late.rule) == (
+        "native",
+        pytest.approx(30),
+        "data_size",
+    )
+    assert "would miss it" in late.reason
+    on_time = place(book, WC, 300, desired_s=31, shared_size=16)
+    assert on_time.partition == "virtual" and "meets it" in on_time.reason
+    # no input size: the median run time of the chain's most specific level (15 s); equality
+    # goes native, as Algorithm 2's ">=" does
+    assert place(book, WC, None, desired_s=15, shared_size=16).partition == "native"
+    assert place(book, WC, None, desired_s=15.5, shared_size=16).partition == "virtual"
+    unknown = place(book, ("p:x", "u:z|t:y", "q:w", "nothing"), None, 1, 16)
+    assert (unknown.partition, unknown.estimate_s) == ("virtual", None)
