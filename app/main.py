@@ -133,6 +133,13 @@ def create_app(
                         interval_s=settings.poll_interval_s,
                     )
                 )
+            guard = settings.guard_config()
+            probe_http = None
+            if guard is not None and any(slo.url for slo in guard.slos):
+                # operator-configured probe URLs only; no proxy from the environment
+                probe_http = await stack.enter_async_context(
+                    httpx.AsyncClient(trust_env=False, follow_redirects=False)
+                )
             state.controller = Controller(
                 Actuator(client),
                 state.sessions,
@@ -141,6 +148,8 @@ def create_app(
                 rm_urls=public_urls,
                 poll_interval_s=settings.poll_interval_s,
                 history=bool(collector),
+                guard=guard,
+                probe_http=probe_http,
             )
             state.admission = build_admission_service(
                 settings, client, state.sessions, eager=run_loops

@@ -20,6 +20,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 if TYPE_CHECKING:
     from app.control.config import ControlConfig
+    from app.control.guard import GuardConfig
 
 ENV_PREFIX = "YARN_SIDECAR_"
 
@@ -100,6 +101,10 @@ class Settings(BaseSettings):
     # minimum shares and the idle-cluster baseline (app.control.floors, app.control.idle)
     queue_floors: dict[str, Any] = Field(default_factory=dict)  # {"*": 2, "root.deadline": 3}
     queue_baseline: dict[str, Any] = Field(default_factory=dict)  # {"root.a": 60, "root.b": 40}
+    # The interference guard (HybridMR Phase II at queue level, ``app.control.guard``):
+    # {"slos": [{"name", "url" + "max_latency_ms" | "queue" + "max_pending_s"}], "batch_queues":
+    # [...], "step_pp": 10, "floor_pp": 0, "recover_ticks": 3}; empty: off.
+    interference_guard: dict[str, Any] = Field(default_factory=dict)
 
     # jobs: deadline-tagged jobs admitted by Justice / PYTHIA (docs/policies.md)
     deadline_queue: str = Field("root.deadline", min_length=1, max_length=500)
@@ -234,6 +239,22 @@ class Settings(BaseSettings):
             # QUEUE_BOUNDS, weights.q -> QUEUE_WEIGHTS.
             raise ValueError(f"{_control_setting(exc.field)}: {exc.message}") from None
         return self
+
+    @model_validator(mode="after")
+    def _check_guard(self) -> Settings:
+        from app.policies.base import PolicyError
+
+        try:
+            self.guard_config()
+        except PolicyError as exc:
+            raise ValueError(f"{ENV_PREFIX}INTERFERENCE_GUARD: {exc}") from None
+        return self
+
+    def guard_config(self) -> GuardConfig | None:
+        """The interference guard's configuration, None when off (validated)."""
+        from app.control.guard import GuardConfig
+
+        return GuardConfig.from_dict(self.interference_guard) if self.interference_guard else None
 
     def control_config(self) -> ControlConfig:
         """The queue controller's configuration from these settings (validated)."""

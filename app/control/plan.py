@@ -14,6 +14,9 @@ Decisions where the issue is silent:
 * ``maximum-capacity`` stays what the operator configured (queues keep borrowing, as Fawkes'
   inactive queues must), raised only when the new capacity would exceed it (the RM refuses
   capacity > maximum-capacity).
+* The interference guard's ``maximum-capacity`` targets (percentage plans only: RRF's absolute
+  queues borrow up to the whole cluster) replace the live value, but never go below the planned
+  capacity.
 * When the live capacities are outside the bounds (a queue below its floor), they are first
   projected into them in full, and the step limit applies from there.
 * When the live capacities do not sum to exactly 100.00 (e.g. three queues at 33.33 after a hand
@@ -146,6 +149,12 @@ def unchanged(live: QueueValues, reason: str) -> Plan:
     return Plan(lines, push=False, reason=reason)
 
 
+def live_percentages(live: QueueValues) -> tuple[dict[str, int], dict[str, int]]:
+    """Live ``capacity`` and ``maximum-capacity`` in hundredths of a percent (absolute or
+    missing values: 0 and 100)."""
+    return _live_hundredths(live, CAPACITY, 0), _live_hundredths(live, MAX_CAPACITY, TOTAL)
+
+
 def _live_hundredths(live: QueueValues, key: str, default: int) -> dict[str, int]:
     out = {}
     for queue, values in live.items():
@@ -200,6 +209,9 @@ class Limits:
     min_change_h: int = 100
     # maximum-capacity = capacity (the policy's queues may not borrow, ``PolicyOutcome``)
     no_borrowing: bool = False
+    # maximum-capacity the interference guard asks for (``app.control.guard``), never below the
+    # planned capacity; queues not named keep theirs.
+    max_targets: Mapping[str, int] = field(default_factory=dict)
 
 
 def _target(
@@ -271,9 +283,16 @@ def percent_plan(
         size, floor = format_hundredths(change), format_hundredths(limits.min_change_h)
         why = "no change" if change == 0 else f"largest change {size} pp < minimum {floor} pp"
         steps = _Steps(target, bounded, live_cap, live_cap, live_max)
-        # capacities stay; a no-borrowing policy still lowers maximum-capacity to them
+        # capacities stay; a no-borrowing policy still lowers maximum-capacity to them, and the
+        # interference guard still moves the batch queues' maximum-capacity
         fix_max = limits.no_borrowing and any(live_max[q] != live_cap[q] for q in queues)
         why = f"{why}; maximum-capacity set to capacity" if fix_max else why
+        guard = not limits.no_borrowing and any(
+            q in limits.max_targets and max(live_cap[q], limits.max_targets[q]) != live_max[q]
+            for q in queues
+        )
+        why = f"{why}; maximum-capacity moved by the interference guard" if guard else why
+        fix_max = fix_max or guard
         return _lines_plan(live, shares, steps, limits, bound_reasons, Fraction(0), why, fix_max)
     planned, fraction, step_note = _step(live_cap, bounded, limits)
     reasons = {q: "; ".join(r for r in (bound_reasons.get(q, ""), step_note) if r) for q in queues}
@@ -293,11 +312,15 @@ def _line(
     planned, live_cap, live_max = steps.planned[q], steps.live_cap[q], steps.live_max[q]
     bounds = limits.bounds.get(q, NO_BOUNDS)
     new_max = planned if limits.no_borrowing else max(live_max, planned)
+    guarded = not limits.no_borrowing and q in limits.max_targets
+    if guarded:
+        new_max = max(planned, limits.max_targets[q])
     notes = [f"share {share:.6f} -> target {format_hundredths(steps.target[q])}"]
     if reason:
         notes.append(reason)
     if new_max != live_max:
         why = "= capacity: no borrowing" if limits.no_borrowing else "(>= capacity)"
+        why = "(interference guard)" if guarded else why
         notes.append(f"maximum-capacity {format_hundredths(new_max)} {why}")
     values = {CAPACITY: format_hundredths(planned), MAX_CAPACITY: format_hundredths(new_max)}
     numbers = {
@@ -402,6 +425,7 @@ def plan_outcome(
     min_change_pp: float,
     total: Mapping[str, float],
     floors: Floors | None = None,
+    max_targets: Mapping[str, int] | None = None,
 ) -> Plan:
     """The plan step of one tick, shared by the live controller and the simulator: a policy's
     shares (or RRF's absolute amounts) against the live queue values, within the operator's bounds
@@ -419,5 +443,6 @@ def plan_outcome(
         max_step_h=round(max_step_pp * 100),
         min_change_h=round(min_change_pp * 100) if outcome.min_change_applies else 0,
         no_borrowing=outcome.no_borrowing,
+        max_targets=dict(max_targets or {}),
     )
     return percent_plan(outcome.shares, live, limits, total)

@@ -67,6 +67,8 @@ class Work:
     floors: control_floors.Floors | None = None
     # The decision written ahead with the push (status ``pushing``), completed by ``_commit``.
     pending_decision_id: int | None = None
+    # The interference guard's tick (``app.control.guard``): its audit and the state to store.
+    guard: Mapping[str, Any] | None = None
 
     @property
     def drift_blocks(self) -> bool:
@@ -190,6 +192,7 @@ def audit_outputs(work: Work, result: PushResult | None) -> dict[str, Any]:
     return {
         "policy": work.outcome.to_dict(),
         "plan": work.plan.to_dict(),
+        "guard": dict(work.guard) if work.guard is not None else None,
         "drift": dict(work.drift),
         "drift_overwritten": bool(work.drift) and result is not None,
         "push": result.to_dict() if result is not None else None,

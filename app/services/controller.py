@@ -31,16 +31,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.control import config as control_config
 from app.control import floors as control_floors
+from app.control import guard as control_guard
 from app.control import idle
 from app.control import tick as control_tick
 from app.control.config import STATIC, ControlConfig
 from app.control.decide import run_policy
+from app.control.guard import GuardConfig, Reading
 from app.control.ledger import LedgerState, LedgerStep, integrate
-from app.control.plan import Plan, plan_outcome
+from app.control.plan import Plan, live_percentages, plan_outcome
 from app.control.tick import Context, TickReport, Work
 from app.db import control_repo, control_rows, leader_repo, repo
 from app.db.models import Decision
@@ -49,12 +52,15 @@ from app.domain.live import LiveConfig, PushResult
 from app.domain.observation import PolicyInputs
 from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
+from app.services import slo
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.services.policy_inputs import load_inputs, load_polls
 from app.yarn.actuator import Actuator
 from app.yarn.errors import RMError
 
 LEDGER_STATE = "ltrf-ledger"
+# The interference guard's episode (``app.control.guard``), stored like a policy's state.
+GUARD = control_guard.STATE_KEY
 STALE_POLLS = 3
 
 
@@ -74,11 +80,16 @@ class Controller(LoopService):
         poll_interval_s: float,
         clock: Clock = wall_clock_ms,
         history: bool = False,
+        guard: GuardConfig | None = None,
+        probe_http: httpx.AsyncClient | None = None,
     ) -> None:
         """``history``: a JobHistory server is read (``app.services.history``), so the policies
         may decide on the fields it fills (``control_config.HISTORY_VIEW``)."""
         super().__init__(defaults.interval_s, clock)
         self.history = history
+        # The interference guard and the client its latency probes use (``app.services.slo``).
+        self.guard = guard
+        self.probe_http = probe_http
         self.observable = control_config.HISTORY_VIEW if history else control_config.LIVE_VIEW
         self.actuator = actuator
         self.sessions = sessions
@@ -209,12 +220,28 @@ class Controller(LoopService):
     async def prepare(self, ctx: Context, now_ms: int) -> Work:
         """Observe, decide and plan without storing anything (``POST /policy/preview`` too)."""
         live = await self.actuator.read_live(ctx.cfg.managed_parent)
-        return await asyncio.to_thread(self._decide, ctx, live, now_ms)
+        probes = (
+            await slo.read_probes(self.probe_http, self.guard)
+            if self.guard is not None and self.probe_http is not None
+            else {}
+        )
+        return await asyncio.to_thread(self._decide, ctx, live, now_ms, probes)
 
-    def _decide(self, ctx: Context, live: LiveConfig, now_ms: int) -> Work:
+    def _decide(
+        self, ctx: Context, live: LiveConfig, now_ms: int, probes: Mapping[str, Reading]
+    ) -> Work:
         cfg = ctx.cfg
         queues = sorted(live.values)
+        guard_before: dict[str, Any] = {}
+        readings: Sequence[Reading] = ()
         with self.sessions() as session:
+            if self.guard is not None:
+                guard_before = control_repo.load_policy_state(session, ctx.cluster_id, GUARD)
+                readings = slo.in_order(
+                    self.guard,
+                    dict(probes),
+                    slo.read_queues(session, ctx.cluster_id, self.guard, now_ms),
+                )
             inputs = load_inputs(
                 session, ctx.cluster_id, queues, now_ms, cfg.interval_s, history=self.history
             )
@@ -240,7 +267,14 @@ class Controller(LoopService):
             if percents is not None:
                 cluster = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
                 outcome = idle.toward_baseline(outcome, percents, source, cluster)
-        plan = self._plan(cfg, outcome, live, inputs, floors)
+        guard_audit: dict[str, Any] | None = None
+        targets: dict[str, int] = {}
+        if self.guard is not None:
+            capacity_h, max_h = live_percentages(live.values)
+            guard_step = control_guard.step(guard_before, readings, capacity_h, max_h, self.guard)
+            targets = guard_step.targets
+            guard_audit = guard_step.audit(readings, guard_before)
+        plan = self._plan(cfg, outcome, live, inputs, floors, targets)
         drift = control_tick.drift(baseline, live)
         return Work(
             ctx,
@@ -256,6 +290,7 @@ class Controller(LoopService):
             baseline,
             settle,
             floors=floors,
+            guard=guard_audit,
         )
 
     def _ledger(
@@ -285,6 +320,7 @@ class Controller(LoopService):
         live: LiveConfig,
         inputs: PolicyInputs,
         floors: control_floors.Floors,
+        max_targets: Mapping[str, int] | None = None,
     ) -> Plan:
         return plan_outcome(
             outcome,
@@ -294,6 +330,7 @@ class Controller(LoopService):
             min_change_pp=cfg.min_change_pp,
             total={"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb},
             floors=floors,
+            max_targets=max_targets,
         )
 
     async def _actuate(self, work: Work) -> PushResult | None:
@@ -334,6 +371,10 @@ class Controller(LoopService):
             if work.outcome.state is not None:
                 control_repo.save_policy_state(
                     session, cid, cfg.policy, dict(work.outcome.state), work.now_ms
+                )
+            if work.guard is not None:
+                control_repo.save_policy_state(
+                    session, cid, GUARD, dict(work.guard["state_after"]), work.now_ms
                 )
             if work.ledger is not None:
                 control_repo.add_ledger_rows(session, cid, work.ledger.rows)
