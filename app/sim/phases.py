@@ -1,0 +1,301 @@
+"""Phase-level simulation: PRISM's Algorithm 1 against task-level containers on the same jobs
+(seed ``003``, sections 3 to 6; the pure scheduler is ``app.policies.prism.core``).
+
+Each job has map and reduce tasks; a map task runs ``map`` then ``merge``, a reduce task
+``shuffle`` then ``reduce``, each phase with its own vcores, memory and duration
+(``core.JobProfile``). Two schedulers run the same jobs on the same nodes:
+
+* ``task`` (what YARN does today): a task gets one container sized for its most demanding phase
+  and holds it from its first phase's start to its last phase's end. At every event each node
+  starts tasks while one fits, the job with the lowest dominant share first (DRF, as the
+  CapacityScheduler orders a queue's apps by fairness), maps before reduces.
+* ``prism``: at every event each node heartbeats ``core.schedule``: a phase holds only its own
+  demand, a task between phases is paused on its node and holds nothing, and the next phase
+  starts when Algorithm 1 picks it.
+
+Reduces become launchable when all of their job's maps have finished (no slow-start). Both
+schedulers see the same arrivals; events at one instant are handled together. Metrics: each
+job's running time (arrival to last task's end), the makespan, and vcore utilization (vcore-
+seconds the phases actually used over capacity x makespan; the phases use the same in both
+models, so a shorter makespan is a higher utilization, which is how section 6 measures it).
+
+Decisions where the paper is silent: a node heartbeats at every event (arrival or phase end),
+so neither scheduler waits for one, and every ``HEARTBEAT_S`` while tasks are paused (their
+urgency grows with the wait, eq. 6, so a pick can become worth it with nothing else
+happening); the synthetic jobs (``synthetic_jobs``) follow section 3's observation that the
+phases of one task differ in demand (map CPU-bound, merge memory-bound, shuffle light on CPU,
+reduce in between), with seeded variation, since the public traces carry no phase profiles.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.policies.prism import core
+
+MODELS = ("task", "prism")
+# A NodeManager's heartbeat interval (``yarn.resourcemanager.nodemanagers.heartbeat-interval-ms``
+# default 1 s): how often a node with paused tasks asks again.
+HEARTBEAT_S = 1.0
+_SLACK = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseJob:
+    """A job to simulate: arrival, task counts and phase profile."""
+
+    id: str
+    arrival_s: float
+    maps: int
+    reduces: int
+    profile: core.JobProfile
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    """What one model did with the jobs."""
+
+    model: str
+    running_s: dict[str, float]
+    makespan_s: float
+    vcore_utilization: float
+    phases_started: int
+
+    @property
+    def mean_running_s(self) -> float:
+        """Mean job running time."""
+        return sum(self.running_s.values()) / len(self.running_s) if self.running_s else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "model": self.model,
+            "jobs": len(self.running_s),
+            "mean_running_s": round(self.mean_running_s, 3),
+            "makespan_s": round(self.makespan_s, 3),
+            "vcore_utilization": round(self.vcore_utilization, 4),
+            "phases_started": self.phases_started,
+        }
+
+
+@dataclass(slots=True)
+class _Job:
+    spec: PhaseJob
+    usage: core.Demand = field(default_factory=core.Demand)
+    maps: core.TaskCounts = field(default_factory=core.TaskCounts)
+    reduces: core.TaskCounts = field(default_factory=core.TaskCounts)
+    maps_done: int = 0
+    reduces_done: int = 0
+    end_s: float = 0.0
+    done: bool = False
+
+    def prism(self) -> core.PrismJob:
+        return core.PrismJob(self.spec.id, self.spec.profile, self.usage, self.maps, self.reduces)
+
+
+@dataclass(slots=True)
+class _Node:
+    id: str
+    capacity: core.Demand
+    free: core.Demand
+    paused: list[core.PausedTask] = field(default_factory=list)
+
+
+def _peak(profile: core.JobProfile, task_type: str) -> core.Demand:
+    a, b = (profile.map, profile.merge) if task_type == "map" else (profile.shuffle, profile.reduce)
+    return core.Demand(max(a.vcores, b.vcores), max(a.memory_mb, b.memory_mb))
+
+
+def _length(profile: core.JobProfile, task_type: str) -> float:
+    a, b = (profile.map, profile.merge) if task_type == "map" else (profile.shuffle, profile.reduce)
+    return a.duration_s + b.duration_s
+
+
+def simulate(
+    jobs: Sequence[PhaseJob],
+    nodes: int,
+    node_capacity: core.Demand,
+    model: str,
+    params: core.PrismParams | None = None,
+) -> PhaseResult:
+    """Run ``jobs`` on ``nodes`` identical nodes under ``model`` (``task`` or ``prism``)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}")
+    p = params or core.PrismParams()
+    state = {j.id: _Job(j) for j in jobs}
+    cluster = [_Node(f"n{k}", node_capacity, node_capacity) for k in range(nodes)]
+    # (time, seq, kind, payload): kind 0 = a phase (or task) ends, 1 = a job arrives
+    events: list[tuple[float, int, int, tuple[Any, ...]]] = []
+    seq = 0
+    for j in jobs:
+        events.append((j.arrival_s, seq, 1, (j.id,)))
+        seq += 1
+    heapq.heapify(events)
+    used_vcore_s = 0.0
+    beat_pending = False
+    started = 0
+    task_ids = 0
+    end = 0.0
+    while events:
+        now = events[0][0]
+        while events and events[0][0] <= now + _SLACK:
+            _, _, kind, payload = heapq.heappop(events)
+            if kind == 2:
+                beat_pending = False
+                continue
+            if kind == 1:
+                job = state[payload[0]]
+                job.maps = core.TaskCounts(job.spec.maps, 0)
+                if job.spec.maps == 0:
+                    job.reduces = core.TaskCounts(job.spec.reduces, 0)
+                continue
+            node_k, job_id, task_id, phase, demand = payload
+            node, job = cluster[node_k], state[job_id]
+            node.free = core.Demand(
+                node.free.vcores + demand.vcores, node.free.memory_mb + demand.memory_mb
+            )
+            job.usage = job.usage.minus(demand)
+            if phase in core.NEXT:  # a leading phase ended: the task waits for its next phase
+                node.paused.append(core.PausedTask(task_id, job_id, core.NEXT[phase], now))
+                continue
+            _task_done(job, core.TASK_TYPE[phase], now)
+            end = max(end, now)
+        if model == "prism":
+            for k, node in enumerate(cluster):
+                picks = _heartbeat_prism(node, state, now, p)
+                for pick in picks:
+                    c = pick.chosen.candidate
+                    job = state[c.job_id]
+                    task_id = c.task_id
+                    if c.leading:
+                        task_id = f"t{task_ids}"
+                        task_ids += 1
+                        _launch(job, core.TASK_TYPE[c.phase])
+                    else:
+                        node.paused = [t for t in node.paused if t.id != task_id]
+                    demand = pick.chosen.demand
+                    node.free = node.free.minus(demand)
+                    job.usage = job.usage.plus(demand)
+                    duration = job.spec.profile.phase(c.phase).duration_s
+                    used_vcore_s += demand.vcores * duration
+                    started += 1
+                    heapq.heappush(
+                        events, (now + duration, seq, 0, (k, c.job_id, task_id, c.phase, demand))
+                    )
+                    seq += 1
+            if not beat_pending and any(node.paused for node in cluster):
+                # paused tasks gain urgency with time: the nodes heartbeat again
+                heapq.heappush(events, (now + HEARTBEAT_S, seq, 2, ()))
+                seq += 1
+                beat_pending = True
+        else:
+            for k, node in enumerate(cluster):
+                while True:
+                    chosen = _next_task(node, state)
+                    if chosen is None:
+                        break
+                    job, task_type = chosen
+                    demand = _peak(job.spec.profile, task_type)
+                    _launch(job, task_type)
+                    node.free = node.free.minus(demand)
+                    job.usage = job.usage.plus(demand)
+                    prof = job.spec.profile
+                    a, b = (
+                        (prof.map, prof.merge)
+                        if task_type == "map"
+                        else (prof.shuffle, prof.reduce)
+                    )
+                    used_vcore_s += a.vcores * a.duration_s + b.vcores * b.duration_s
+                    started += 2
+                    # the whole task as its second phase: it ends the task when it ends
+                    last = "merge" if task_type == "map" else "reduce"
+                    length = _length(prof, task_type)
+                    heapq.heappush(
+                        events, (now + length, seq, 0, (k, job.spec.id, "", last, demand))
+                    )
+                    seq += 1
+    stuck = sorted(j.spec.id for j in state.values() if not j.done)
+    if stuck:
+        raise ValueError(f"jobs never finished (no node fits their tasks?): {', '.join(stuck[:5])}")
+    first = min((j.arrival_s for j in jobs), default=0.0)
+    makespan = max(0.0, end - first)
+    capacity = nodes * node_capacity.vcores * makespan
+    return PhaseResult(
+        model,
+        {j.spec.id: j.end_s - j.spec.arrival_s for j in state.values()},
+        makespan,
+        used_vcore_s / capacity if capacity > 0 else 0.0,
+        started,
+    )
+
+
+def _launch(job: _Job, task_type: str) -> None:
+    counts = job.maps if task_type == "map" else job.reduces
+    moved = core.TaskCounts(counts.pending - 1, counts.running + 1)
+    if task_type == "map":
+        job.maps = moved
+    else:
+        job.reduces = moved
+
+
+def _task_done(job: _Job, task_type: str, now: float) -> None:
+    if task_type == "map":
+        job.maps = core.TaskCounts(job.maps.pending, job.maps.running - 1)
+        job.maps_done += 1
+        if job.maps_done == job.spec.maps:
+            job.reduces = core.TaskCounts(job.spec.reduces, 0)
+            if job.spec.reduces == 0:
+                job.end_s, job.done = now, True
+    else:
+        job.reduces = core.TaskCounts(job.reduces.pending, job.reduces.running - 1)
+        job.reduces_done += 1
+        if job.reduces_done == job.spec.reduces:
+            job.end_s, job.done = now, True
+
+
+def _heartbeat_prism(
+    node: _Node, state: dict[str, _Job], now: float, params: core.PrismParams
+) -> tuple[core.Pick, ...]:
+    active = [j.prism() for j in state.values() if j.spec.arrival_s <= now + _SLACK and not j.done]
+    if not active:
+        return ()
+    view = core.NodeView(node.id, node.capacity, node.free)
+    return core.schedule(view, active, list(node.paused), now, params).picks
+
+
+def _next_task(node: _Node, state: dict[str, _Job]) -> tuple[_Job, str] | None:
+    best: tuple[float, str, _Job, str] | None = None
+    for job in state.values():
+        for task_type in ("map", "reduce"):
+            counts = job.maps if task_type == "map" else job.reduces
+            if not counts.pending or not _peak(job.spec.profile, task_type).fits_in(node.free):
+                continue
+            share = core.job_share(job.usage, node.capacity)
+            key = (share, job.spec.id, job, task_type)
+            if best is None or key[:2] < best[:2]:
+                best = key
+            break  # maps before reduces within a job
+    return None if best is None else (best[2], best[3])
+
+
+def synthetic_jobs(count: int, seed: int, *, mean_gap_s: float = 20.0) -> list[PhaseJob]:
+    """Seeded jobs with phase profiles of differing demand (module docstring)."""
+    rnd = random.Random(seed)
+    out: list[PhaseJob] = []
+    t = 0.0
+    for k in range(count):
+        t += rnd.expovariate(1 / mean_gap_s)
+        scale = rnd.uniform(0.5, 2.0)
+        profile = core.JobProfile(
+            map=core.PhaseProfile(rnd.choice((1.0, 2.0)), 1024, 30 * scale),
+            merge=core.PhaseProfile(0.5, rnd.choice((1536.0, 2048.0)), 8 * scale),
+            shuffle=core.PhaseProfile(0.5, 1024, 15 * scale),
+            reduce=core.PhaseProfile(rnd.choice((1.0, 2.0)), 2048, 20 * scale),
+        )
+        maps = rnd.choice((4, 8, 16, 32))
+        out.append(PhaseJob(f"j{k:04d}", round(t, 3), maps, max(1, maps // 4), profile))
+    return out
