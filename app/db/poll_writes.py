@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import operator
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db.models import Application, ClusterSample, NodeSample
-from app.domain.model import FINAL_APP_STATES, AppRecord, NodeState
+from app.domain.model import FINAL_APP_STATES, AppRecord, ClusterSnapshot, NodeState
 
 # Rows per executemany call: bounded memory per statement, far below any parameter limit.
 BATCH = 1000
@@ -112,7 +112,7 @@ def plan(
     memory: PollMemory,
     cluster_id: int,
     apps: Iterable[AppRecord],
-    nodes: Sequence[NodeState],
+    nodes: Sequence[NodeState] | None,
     now_ms: int,
     refresh_ms: int,
     covered: Callable[[AppKey], bool] | None = None,
@@ -123,7 +123,8 @@ def plan(
     part of them: ``covered(lifecycle key)`` says whether a not-final app known from before
     would have been listed if the RM still had it in that form; one that is covered and not
     listed is gone, one that is not covered stays as it was; a final app that is covered and
-    not listed is forgotten."""
+    not listed is forgotten. ``nodes`` is None when the poll did not list the nodes: no node
+    rows, and the nodes known stay as they were."""
     prev_apps = memory.apps
     new_apps: dict[str, tuple[AppKey, AppKey, int]] = {}
     rows: list[dict[str, Any]] = []
@@ -165,6 +166,10 @@ def plan(
             gone.append(app_id)
         # else: a final app out of the finished window is forgotten, as the RM does
     prev_nodes = memory.nodes
+    if nodes is None:
+        return PollWrites(
+            rows, gone, [], PollMemory(new_apps, prev_nodes, primed=True), counter_rows
+        )
     new_nodes: dict[str, NodeKey] = {n.node_id: _node_key(n) for n in nodes}
     changed = [n for n in nodes if prev_nodes.get(n.node_id) != new_nodes[n.node_id]]
     memory_after = PollMemory(new_apps, new_nodes, primed=True)
@@ -283,26 +288,43 @@ def mark_unlisted_gone(session: Session, cluster_id: int, now_ms: int) -> None:
     )
 
 
-def add_cluster_sample(
-    session: Session, cluster_id: int, nodes: Sequence[NodeState], taken_ms: int
-) -> None:
-    """Append the poll's totals over all nodes (capability and usage of the RUNNING ones)."""
+def node_totals(nodes: Sequence[NodeState]) -> dict[str, int]:
+    """A poll's totals over the listed nodes (capability and usage of the RUNNING ones)."""
     running = [n for n in nodes if n.state == "RUNNING"]
+    return {
+        "nodes": len(nodes),
+        "running_nodes": len(running),
+        "capability_vcores": sum(n.capability.vcores for n in running),
+        "capability_mb": sum(n.capability.memory_mb for n in running),
+        "used_vcores": sum(n.used.vcores for n in running),
+        "used_mb": sum(n.used.memory_mb for n in running),
+        "num_containers": sum(n.num_containers for n in running),
+    }
+
+
+def snapshot_totals(snap: ClusterSnapshot) -> dict[str, int]:
+    """The totals of a poll: over its nodes, or, when it did not list them, the RM's cluster
+    metrics (the same sums, which the RM keeps over its active nodes)."""
+    if snap.nodes_read:
+        return node_totals(snap.nodes)
+    m = snap.metrics
+    return {
+        "nodes": m.total_nodes,
+        "running_nodes": m.active_nodes,
+        "capability_vcores": m.total.vcores,
+        "capability_mb": m.total.memory_mb,
+        "used_vcores": m.allocated.vcores,
+        "used_mb": m.allocated.memory_mb,
+        "num_containers": m.containers_allocated,
+    }
+
+
+def add_cluster_sample(
+    session: Session, cluster_id: int, totals: Mapping[str, int], taken_ms: int
+) -> None:
+    """Append one ``cluster_samples`` row."""
     session.connection().execute(
-        insert(_TOTALS),
-        [
-            {
-                "cluster_id": cluster_id,
-                "taken_ms": taken_ms,
-                "nodes": len(nodes),
-                "running_nodes": len(running),
-                "capability_vcores": sum(n.capability.vcores for n in running),
-                "capability_mb": sum(n.capability.memory_mb for n in running),
-                "used_vcores": sum(n.used.vcores for n in running),
-                "used_mb": sum(n.used.memory_mb for n in running),
-                "num_containers": sum(n.num_containers for n in running),
-            }
-        ],
+        insert(_TOTALS), [{"cluster_id": cluster_id, "taken_ms": taken_ms, **totals}]
     )
 
 

@@ -129,7 +129,7 @@ def add_node_samples(
     session: Session, cluster_id: int, nodes: Sequence[NodeState], taken_ms: int
 ) -> int:
     """Append the poll's cluster totals and one raw sample per NodeManager; returns how many."""
-    poll_writes.add_cluster_sample(session, cluster_id, nodes, taken_ms)
+    poll_writes.add_cluster_sample(session, cluster_id, poll_writes.node_totals(nodes), taken_ms)
     return poll_writes.add_node_rows(session, cluster_id, nodes, taken_ms)
 
 

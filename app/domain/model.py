@@ -143,6 +143,8 @@ class ClusterSnapshot:
     apps: tuple[AppRecord, ...]
     nodes: tuple[NodeState, ...]
     scheduler_type: str = "capacityScheduler"
+    # False when this poll did not list the nodes (``nodes`` is empty; ``metrics`` has totals).
+    nodes_read: bool = True
     extras: dict[str, str] = field(default_factory=dict)
 
     def leaf_queues(self) -> tuple[QueueState, ...]:

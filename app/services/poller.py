@@ -52,6 +52,10 @@ from app.yarn.errors import RMError
 # How stale a running app's counters (progress, elapsed, resource-seconds) may be in the history
 # before its row is rewritten; lifecycle changes and final states are written at once.
 APP_REFRESH_S = 60.0
+# How often the whole node list is read (its totals come from ``/metrics`` on every tick, and a
+# change in the RM's node counts makes the next tick read it): nodes change rarely, and at 1,000
+# nodes the list is about 1.8 MB to fetch and parse.
+NODE_REFRESH_S = 60.0
 # Error text kept per failure (``/ready``, the polls table, the log line).
 MAX_ERROR_CHARS = 1000
 # Running apps started this recently (RM clock, behind the latest submission seen) are listed on
@@ -73,7 +77,12 @@ class SnapshotSource(Protocol):
     def active_url(self) -> str | None: ...
 
     async def snapshot(
-        self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+        self,
+        now_ms: int,
+        *,
+        finished_since_ms: int | None,
+        running: RunningSlice | None = None,
+        nodes: bool = True,
     ) -> ClusterSnapshot: ...
 
 
@@ -107,6 +116,7 @@ class Poller(LoopService):
         max_backoff_s: float = 300.0,
         clock: Clock = wall_clock_ms,
         app_refresh_s: float = APP_REFRESH_S,
+        node_refresh_s: float = NODE_REFRESH_S,
     ) -> None:
         super().__init__(interval_s, clock)
         self.source = source
@@ -120,6 +130,9 @@ class Poller(LoopService):
         self.last_error: str | None = None
         self.last_summary: PollSummary | None = None
         self.app_refresh_ms = int(app_refresh_s * 1000)
+        self.node_refresh_ms = int(node_refresh_s * 1000)
+        self._nodes_ms: int | None = None
+        self._node_counts: tuple[int, int] | None = None
         self.memory = poll_writes.PollMemory()
         # One range of start instants per tick; the full running list is visited once per window.
         self.slices = max(1, math.ceil(app_refresh_s / interval_s)) if interval_s > 0 else 1
@@ -141,7 +154,10 @@ class Poller(LoopService):
             running, covered = self._running_slice(watermark)
             reach = FINISHED_GRACE_MS if running is None else FINISHED_MARGIN_MS
             since = max(0, watermark - reach) if watermark else 0
-            snap = await self.source.snapshot(now_ms, finished_since_ms=since, running=running)
+            nodes = self._nodes_due(now_ms)
+            snap = await self.source.snapshot(
+                now_ms, finished_since_ms=since, running=running, nodes=nodes
+            )
             summary = await asyncio.to_thread(
                 self._persist, snap, watermark, now_ms, started, covered
             )
@@ -154,8 +170,19 @@ class Poller(LoopService):
             self.next_attempt_ms = 0
             self.last_good_poll_ms = now_ms
             self.last_error = None
+            counts = (snap.metrics.active_nodes, snap.metrics.total_nodes)
+            if snap.nodes_read:
+                self._nodes_ms, self._node_counts = now_ms, counts
+            elif counts != self._node_counts:
+                self._nodes_ms = None  # a node came or went: list them on the next tick
         self.last_summary = summary
         return summary
+
+    def _nodes_due(self, now_ms: int) -> bool:
+        """List the nodes on a process's first tick, once per ``node_refresh_s``, and on the
+        tick after the RM's node counts changed; the other ticks take the totals from
+        ``/metrics``."""
+        return self._nodes_ms is None or now_ms - self._nodes_ms >= self.node_refresh_ms
 
     def _running_slice(
         self, watermark: int
@@ -252,7 +279,7 @@ class Poller(LoopService):
                 self.memory,
                 cluster.id,
                 snap.apps,
-                snap.nodes,
+                snap.nodes if snap.nodes_read else None,
                 snap.taken_ms,
                 self.app_refresh_ms,
                 covered,
@@ -264,7 +291,9 @@ class Poller(LoopService):
             else:
                 # Every listed app was just written: the others in the history are gone.
                 poll_writes.mark_unlisted_gone(session, cluster.id, snap.taken_ms)
-            poll_writes.add_cluster_sample(session, cluster.id, snap.nodes, snap.taken_ms)
+            poll_writes.add_cluster_sample(
+                session, cluster.id, poll_writes.snapshot_totals(snap), snap.taken_ms
+            )
             nodes = poll_writes.add_node_rows(session, cluster.id, writes.node_rows, snap.taken_ms)
             finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
             new_watermark = max([watermark, *finished])

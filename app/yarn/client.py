@@ -35,8 +35,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -57,6 +56,7 @@ from app.domain.model import (
 from app.redact import redact_url
 from app.yarn import mapping, wire
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+from app.yarn.pooled import PooledClient
 from app.yarn.wire import NewApplication, SchedConfUpdate
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def _never_standby(_: httpx.Response) -> bool:
     return False
 
 
-class RMClient:
+class RMClient(PooledClient):
     """Client for one YARN cluster, possibly with several (HA) ResourceManagers.
 
     ``urls`` are the RM web addresses (``http://rm1:8088``). ``transport`` and ``sleep`` are
@@ -167,21 +167,6 @@ class RMClient:
     def active_url(self) -> str:
         """The RM that last answered as active (the first configured one until then)."""
         return self._urls[self._active]
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close pooled connections."""
-        await self._http.aclose()
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -366,8 +351,9 @@ class RMClient:
         *,
         finished_since_ms: int | None,
         running: RunningSlice | None = None,
+        nodes: bool = True,
     ) -> ClusterSnapshot:
-        """Everything a poll needs, fetched concurrently.
+        """Everything a poll needs, fetched concurrently; the node list only with ``nodes``.
 
         Apps are those finished at or after ``finished_since_ms`` (``None``: every finished app
         the RM still remembers, bounded by its ``max-completed-applications``) plus the
@@ -406,9 +392,9 @@ class RMClient:
                 finished_time_begin_ms=finished_since_ms,
                 deselects=APP_DESELECTS,
             ),
-            self.nodes(),
+            self.nodes() if nodes else _no_nodes(),
         )
-        (info, metrics, scheduler, finished, nodes), listed = await asyncio.gather(
+        (info, metrics, scheduler, finished, node_list), listed = await asyncio.gather(
             fixed, asyncio.gather(*running_calls)
         )
         apps = {app.app_id: app for part in listed for app in part}
@@ -421,8 +407,9 @@ class RMClient:
             metrics=metrics,
             queues=mapping.queues(scheduler),
             apps=tuple(apps.values()),
-            nodes=nodes,
+            nodes=node_list,
             scheduler_type=scheduler.type,
+            nodes_read=nodes,
         )
 
     # --- plumbing -----------------------------------------------------------------------------
@@ -603,6 +590,10 @@ class RunningSlice:
 # --- helpers (pure) ---------------------------------------------------------------------------
 
 _APP_ID = re.compile(r"application_\d+_\d+")
+
+
+async def _no_nodes() -> tuple[NodeState, ...]:
+    return ()
 
 
 def endpoint_template(path: str) -> str:

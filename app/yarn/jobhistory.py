@@ -13,8 +13,7 @@ bare object (``jobs.job``, a counter group's ``counter``), as on the RM.
 from __future__ import annotations
 
 import ssl
-from types import TracebackType
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
 import httpx
 import orjson
@@ -23,6 +22,7 @@ from pydantic import BeforeValidator, Field
 from app.domain.history import Counter, MapReduceJob, TaskRun, job_id_of
 from app.redact import redact_url
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+from app.yarn.pooled import PooledClient
 from app.yarn.wire import _as_list, _Str, _Wire, parse
 
 PREFIX = "/ws/v1/history"
@@ -95,7 +95,7 @@ def _time(value: int | None) -> int | None:
     return value if value is not None and value > 0 else None
 
 
-class JobHistoryClient:
+class JobHistoryClient(PooledClient):
     """Reads finished MapReduce jobs from one JobHistory server (``http://jhs:19888``)."""
 
     def __init__(
@@ -119,21 +119,6 @@ class JobHistoryClient:
             auth=auth,
             verify=verify,
         )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close pooled connections."""
-        await self._http.aclose()
 
     async def job_of_app(self, app_id: str) -> MapReduceJob | None:
         """The finished job of a MapReduce application with its tasks and counters; None when the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -23,13 +24,20 @@ class ScriptedRM:
     script: list[ClusterSnapshot | Exception]
     asked_since: list[int | None] = field(default_factory=list)
     asked_running: list[RunningSlice | None] = field(default_factory=list)
+    asked_nodes: list[bool] = field(default_factory=list)
     active_url: str | None = "http://rm1:8088"
 
     async def snapshot(
-        self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+        self,
+        now_ms: int,
+        *,
+        finished_since_ms: int | None,
+        running: RunningSlice | None = None,
+        nodes: bool = True,
     ) -> ClusterSnapshot:
         self.asked_since.append(finished_since_ms)
         self.asked_running.append(running)
+        self.asked_nodes.append(nodes)
         item = self.script.pop(0)
         if isinstance(item, Exception):
             raise item
@@ -123,7 +131,12 @@ async def test_loop_keeps_running_when_a_tick_raises(
 ) -> None:
     class Exploding(ScriptedRM):
         async def snapshot(
-            self, now_ms: int, *, finished_since_ms: int | None, running: RunningSlice | None = None
+            self,
+            now_ms: int,
+            *,
+            finished_since_ms: int | None,
+            running: RunningSlice | None = None,
+            nodes: bool = True,
         ) -> ClusterSnapshot:
             raise RuntimeError("bug in a dependency")
 
@@ -131,3 +144,34 @@ async def test_loop_keeps_running_when_a_tick_raises(
     await poller.start(loops=3)
     assert poller.ticks == 3
     assert "poller tick failed" in caplog.text
+
+
+async def test_nodes_are_listed_once_a_minute_and_after_the_node_counts_change(db: Db) -> None:
+    grown = snapshot(0)
+    grown = dataclasses.replace(
+        grown, metrics=dataclasses.replace(grown.metrics, active_nodes=2, total_nodes=2)
+    )
+    without = dataclasses.replace(snapshot(0), nodes=(), nodes_read=False)
+    source = ScriptedRM(
+        [
+            snapshot(0),
+            without,
+            without,
+            dataclasses.replace(grown, nodes=(), nodes_read=False),
+            snapshot(0),
+            without,
+        ]
+    )
+    poller = _poller(db, source)
+    for t in (1_000, 11_000, 21_000, 31_000, 41_000, 101_000):
+        assert (await poller.poll(t)).ok
+    # first tick; then not; a change in the counts (at 31 s) -> the next tick lists them; and
+    # 60 s after the last listing (41 s -> 101 s)
+    assert source.asked_nodes == [True, False, False, False, True, True]
+    with db.sessions() as s:
+        samples = s.scalars(select(ClusterSample).order_by(ClusterSample.taken_ms)).all()
+        node_rows = s.scalar(select(func.count()).select_from(NodeSample))
+    # every tick has its totals, from /metrics when the nodes were not listed
+    assert [c.running_nodes for c in samples] == [1, 1, 1, 2, 1, 1]
+    assert {c.capability_vcores for c in samples} == {8}
+    assert node_rows == 1  # the one node never changed: one raw row
