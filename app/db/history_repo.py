@@ -22,6 +22,8 @@ from app.policies.hybridmr.profiles import Run
 
 MAPREDUCE = "MAPREDUCE"
 OK, RETRY, MISSING = "ok", "retry", "missing"
+# Task rows kept per job (a job of 100,000 maps would otherwise write 100,000 rows).
+MAX_TASK_ROWS = 10_000
 # How many of the newest MapReduce jobs profiles are built from (Fawkes' DD and JS, /profiles).
 PROFILE_RUNS = 2000
 _TASKS_DONE = MapReduceJobRow.maps_completed + MapReduceJobRow.reduces_completed
@@ -93,6 +95,7 @@ def store_job(
     session.flush()
     session.execute(delete(MapReduceTaskRow).where(MapReduceTaskRow.app_id == app_id))
     if job.tasks:
+        # The phase numbers above come from every task; the rows kept are bounded per job.
         session.add_all(
             MapReduceTaskRow(
                 app_id=app_id,
@@ -103,7 +106,7 @@ def store_job(
                 finish_ms=t.finish_ms,
                 elapsed_ms=t.elapsed_ms,
             )
-            for t in job.tasks
+            for t in job.tasks[:MAX_TASK_ROWS]
         )
     return row
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from sqlalchemy import func, select
 
 from app.db import history_repo, repo
@@ -167,3 +168,19 @@ async def test_policy_inputs_read_dd_tt_and_js_from_the_history(db: Db) -> None:
     # running 50 s against the profile's 12.331 s
     assert q.slowdowns == (50 / 12.331,)
     assert (plain.queues["etl"].waiting_input_bytes, plain.queues["etl"].slowdowns) == (0.0, ())
+
+
+async def test_task_rows_are_bounded_per_job_and_phases_use_every_task(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = await _wordcount()
+    _setup(db, [_mr("application_1_0001")])
+    monkeypatch.setattr(history_repo, "MAX_TASK_ROWS", 2)
+    with transaction(db.sessions) as s:
+        history_repo.store_job(s, "application_1_0001", job, 16.0, 10)
+    with db.sessions() as s:
+        stored = history_repo.job_of(s, "application_1_0001")
+    assert stored is not None
+    row, tasks = stored
+    assert len(tasks) == 2
+    assert (row.map_phase_ms, row.map_peak_vcores) == (5327, 3.0)  # from all four tasks
