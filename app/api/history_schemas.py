@@ -73,6 +73,13 @@ class ProfileSummaryOut(BaseModel):
     runs: int
     median_total_s: float | None
     mean_input_bytes: float | None
+    partitions: dict[str, int] = Field(
+        description="Runs per partition: virtual (the shared default partition) and native (a "
+        "node-label partition of dedicated nodes)."
+    )
+    slowdown: float | None = Field(
+        description="Median run time on the shared partition over that on the dedicated one."
+    )
     last_finished_ms: int | None
     error: dict[str, Any] = Field(
         description="Relative error of estimating each run from the runs before it: samples, "
@@ -86,6 +93,7 @@ class ProfileListOut(BaseModel):
 
 class RunOut(BaseModel):
     app_id: str
+    partition: str
     finished_ms: int
     input_bytes: float
     cluster_size: float = Field(description="Cluster vcores when the run was recorded.")

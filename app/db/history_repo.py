@@ -165,6 +165,12 @@ def completed_tasks(
     }
 
 
+def partition_of(app: Application) -> str:
+    """HybridMR's partition of a run: ``native`` when the app asked for a node-label partition
+    (the dedicated nodes), ``virtual`` for the shared default partition."""
+    return "native" if app.node_label else "virtual"
+
+
 def _run(row: MapReduceJobRow, app: Application) -> Run:
     map_task_ms = _counter(row, "org.apache.hadoop.mapreduce.JobCounter", "MILLIS_MAPS")
     reduce_task_ms = _counter(row, "org.apache.hadoop.mapreduce.JobCounter", "MILLIS_REDUCES")
@@ -194,6 +200,7 @@ def _run(row: MapReduceJobRow, app: Application) -> Run:
         reduce_peak_vcores=row.reduce_peak_vcores,
         map_vcores_per_task=map_vcore_ms / map_task_ms if map_task_ms > 0 else 1.0,
         reduce_vcores_per_task=reduce_vcore_ms / reduce_task_ms if reduce_task_ms > 0 else 1.0,
+        partition=partition_of(app),
     )
 
 
@@ -241,6 +248,7 @@ def _app_run(app: Application, started_ms: int, finished_ms: int) -> Run:
         reduce_s=0.0,
         total_s=total,
         tasks=0,
+        partition=partition_of(app),
     )
 
 

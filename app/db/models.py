@@ -141,6 +141,8 @@ class Application(Base):
     running_containers: Mapped[int] = mapped_column(Integer, default=0)
     priority: Mapped[int] = mapped_column(Integer, default=0)
     diagnostics: Mapped[str] = mapped_column(Text, default="")
+    # The node label the app asked for (its partition); None: the default partition.
+    node_label: Mapped[str | None] = mapped_column(String(200))
     first_seen_ms: Mapped[int] = mapped_column(BigInteger)
     # The poll that last wrote the row: a poll rewrites only apps that changed.
     updated_ms: Mapped[int] = mapped_column(BigInteger)

@@ -201,6 +201,7 @@ def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
         "running_containers": app.running_containers,
         "priority": app.priority,
         "diagnostics": app.diagnostics,
+        "node_label": app.node_label or None,
         "first_seen_ms": now_ms,
         "updated_ms": now_ms,
         "gone_ms": None,

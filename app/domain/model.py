@@ -101,6 +101,8 @@ class AppRecord:
     running_containers: int
     priority: int
     diagnostics: str = ""
+    # The node label of the partition the app asked for ("" : the default partition).
+    node_label: str = ""
 
     @property
     def is_finished(self) -> bool:

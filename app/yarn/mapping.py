@@ -199,6 +199,7 @@ def app_record(wire: AppInfoWire) -> AppRecord:
         running_containers=max(wire.runningContainers, 0),
         priority=wire.priority,
         diagnostics=wire.diagnostics,
+        node_label=wire.appNodeLabelExpression,
     )
 
 

@@ -265,6 +265,8 @@ class AppInfoWire(_Wire):
     memorySeconds: int = 0
     vcoreSeconds: int = 0
     diagnostics: _Str = ""
+    # The app's default node-label expression (its partition); "" or absent: the default one.
+    appNodeLabelExpression: _Str = ""
 
 
 class AppList(_Wire):

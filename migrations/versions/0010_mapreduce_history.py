@@ -1,5 +1,5 @@
 """mapreduce history: finished MapReduce jobs and their tasks from the JobHistory server; the
-node label a deadline job was placed on
+node label a deadline job was placed on and the one an application asked for
 
 Revision ID: 0010
 Revises: 0009
@@ -76,9 +76,14 @@ def upgrade() -> None:
 
 
     op.add_column("jobs", sa.Column("node_label", sa.String(length=200), nullable=True))
+    op.add_column(
+        "applications", sa.Column("node_label", sa.String(length=200), nullable=True)
+    )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("applications") as batch:
+        batch.drop_column("node_label")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("node_label")
     op.drop_table("mr_tasks")

@@ -265,6 +265,12 @@ async def test_a_job_the_shared_partition_would_make_late_runs_on_the_labelled_n
                 if current["state"] in FINAL_JOB_STATES or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(1)
+            deadline = time.monotonic() + 60
+            while True:
+                profile = (await client.get("/profiles/p:place")).json()
+                if profile.get("runs") == 2 or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(1)
         assert current["state"] == "finished", current
         (placed,) = [d for d in current["decisions"] if d["action"] == "place"]
         numbers = placed["numbers"]
@@ -275,3 +281,6 @@ async def test_a_job_the_shared_partition_would_make_late_runs_on_the_labelled_n
         # the RM honoured it: the app's label and its AM's node
         assert app["appNodeLabelExpression"] == "fast"
         assert app["amHostHttpAddress"] in fast
+        # and the history learnt it: one run of the signature on each partition
+        assert (profile["partitions"], profile["runs"]) == ({"virtual": 1, "native": 1}, 2)
+        assert profile["slowdown"] is not None and profile["slowdown"] > 0

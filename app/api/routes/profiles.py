@@ -65,6 +65,7 @@ def get_profile(
         recent_runs=[
             RunOut(
                 app_id=r.app_id,
+                partition=r.partition,
                 finished_ms=r.finished_ms,
                 input_bytes=r.input_bytes,
                 cluster_size=r.cluster_size,

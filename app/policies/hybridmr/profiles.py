@@ -10,9 +10,11 @@ fallback chain as plain strings (most specific first, the same rule the admissio
 
 Decisions where the papers are silent:
 
-* HybridMR's job class is the signature. Every live run is on the shared (``virtual``) partition
-  until placement onto node-label partitions exists; the partition is a field of the run so rows
-  of a labelled partition can join later.
+* HybridMR's job class is the signature. A run's partition is ``native`` when its application
+  asked for a node-label partition (the dedicated nodes), else ``virtual`` (the shared default
+  partition). Estimates for a partition use that partition's runs only (virtualisation, here
+  co-location, is what the partitions differ in); a signature's slowdown is the median run time
+  on the shared partition over the median on the dedicated one, once both have runs.
 * ``expected`` for a job of unknown input (a waiting or running job) is the median total time of
   the most specific chain level with at least ``min_runs`` runs; with a known input size
   Algorithm 1 decides (runs without input, such as ``SleepJob``, are left out of it).
@@ -24,8 +26,9 @@ Decisions where the papers are silent:
   (interference from co-located work), a node-label partition of dedicated nodes its native one.
   A batch job goes to the labelled partition exactly when its estimated completion on the shared
   partition is at least its desired completion time (a deadline job: the time left to its
-  deadline). The estimate is Algorithm 1 when the job's input size and sized runs of its
-  signature exist, else the median run time of the most specific level of its chain. Without any
+  deadline). The estimate is Algorithm 1 over the shared partition's runs when the job's input
+  size and sized runs of its signature exist, else the median run time of the most specific
+  level of its chain on the shared partition. Without any
   estimate the job stays on the shared partition: sending work without evidence to the small
   dedicated partition would crowd out the jobs that need it (the paper's default, native, assumes
   a cluster that is mostly native).
@@ -146,18 +149,31 @@ class ProfileBook:
         """The runs of one signature, in finishing order."""
         return [r for r in self._by_key.get(signature, []) if r.signature == signature]
 
-    def level(self, chain: Sequence[str]) -> tuple[str, list[Run]] | None:
-        """The most specific key of ``chain`` with at least ``min_runs`` runs."""
+    def level(
+        self, chain: Sequence[str], partition: str | None = None
+    ) -> tuple[str, list[Run]] | None:
+        """The most specific key of ``chain`` with at least ``min_runs`` runs (on ``partition``
+        only, when given)."""
         for key in chain:
             runs = self._by_key.get(key, [])
+            if partition is not None:
+                runs = [r for r in runs if r.partition == partition]
             if len(runs) >= self.min_runs:
                 return key, runs
         return None
 
-    def expected_total_s(self, chain: Sequence[str]) -> float | None:
+    def expected_total_s(self, chain: Sequence[str], partition: str | None = None) -> float | None:
         """Median total time at the most specific known level (module docstring)."""
-        found = self.level(chain)
+        found = self.level(chain, partition)
         return statistics.median(r.total_s for r in found[1]) if found else None
+
+    def slowdown(self, signature: str) -> float | None:
+        """Median run time on the shared partition over that on the dedicated one."""
+        shared = [r.total_s for r in self.of(signature) if r.partition == "virtual"]
+        dedicated = [r.total_s for r in self.of(signature) if r.partition == "native"]
+        if not shared or not dedicated or statistics.median(dedicated) <= 0:
+            return None
+        return statistics.median(shared) / statistics.median(dedicated)
 
     def expected_input_bytes(self, chain: Sequence[str]) -> float | None:
         """Mean input size at the most specific level whose runs read input."""
@@ -212,6 +228,12 @@ class ProfileBook:
         return {
             "signature": signature,
             "runs": len(runs),
+            "partitions": {
+                p: sum(1 for r in runs if r.partition == p)
+                for p in ("virtual", "native")
+                if any(r.partition == p for r in runs)
+            },
+            "slowdown": self.slowdown(signature),
             "median_total_s": statistics.median(r.total_s for r in runs) if runs else None,
             "mean_input_bytes": sum(sized) / len(sized) if sized else None,
             "last_finished_ms": runs[-1].finished_ms if runs else None,
@@ -252,13 +274,13 @@ def place(
     estimate_s: float | None = None
     rule: str | None = None
     if input_bytes and input_bytes > 0 and shared_size > 0:
-        est = book.estimate(chain[0], input_bytes, shared_size)
+        est = book.estimate(chain[0], input_bytes, shared_size, "virtual")
         estimate_s, rule = est.total_s, est.rule
     if estimate_s is None:
-        found = book.level(chain)
+        found = book.level(chain, "virtual")
         if found is not None:
             estimate_s = statistics.median(r.total_s for r in found[1])
-            rule = f"median of {len(found[1])} runs of {found[0]}"
+            rule = f"median of {len(found[1])} shared-partition runs of {found[0]}"
     if estimate_s is None:
         why = "no profile of this job: it stays on the shared partition"
         return Placement("virtual", None, desired_s, None, why)

@@ -148,3 +148,20 @@ def test_cluster_info_and_metrics() -> None:
     assert metrics.available == Resources(vcores=13, memory_mb=5120)
     assert metrics.pending == Resources(vcores=1, memory_mb=1024)
     assert (metrics.containers_pending, metrics.active_nodes, metrics.total_nodes) == (1, 2, 2)
+
+
+def test_the_apps_node_label_expression_is_its_partition() -> None:
+    base = {
+        "id": "application_1_0001",
+        "user": "u",
+        "name": "n",
+        "queue": "root.deadline",
+        "state": "RUNNING",
+        "finalStatus": "UNDEFINED",
+        "applicationType": "YARN",
+    }
+    labelled = mapping.app_record(
+        wire.AppInfoWire.model_validate({**base, "appNodeLabelExpression": "fast"})
+    )
+    assert labelled.node_label == "fast"
+    assert mapping.app_record(wire.AppInfoWire.model_validate(base)).node_label == ""

@@ -113,3 +113,20 @@ def test_placement_sends_a_job_the_shared_partition_would_make_late_to_the_label
     assert place(book, WC, None, desired_s=15.5, shared_size=16).partition == "virtual"
     unknown = place(book, ("p:x", "u:z|t:y", "q:w", "nothing"), None, 1, 16)
     assert (unknown.partition, unknown.estimate_s) == ("virtual", None)
+
+
+def test_partitions_are_estimated_apart_and_their_ratio_is_the_slowdown() -> None:
+    book = ProfileBook(
+        [
+            run(WC, 1, 0, 30),
+            run(WC, 2, 0, 34),
+            Run("application_1_0003", WC, 3000, 0, 16, 6, 4, 10, 4, partition="native"),
+        ]
+    )
+    assert book.expected_total_s(WC, "virtual") == 32
+    assert book.expected_total_s(WC, "native") == 10
+    assert book.slowdown("p:wc") == pytest.approx(3.2)
+    assert book.summary("p:wc")["partitions"] == {"virtual": 2, "native": 1}
+    # placement weighs the shared partition's runs only: 32 s against 31 s desired -> native
+    assert place(book, WC, None, desired_s=31, shared_size=16).partition == "native"
+    assert book.slowdown("p:none") is None
