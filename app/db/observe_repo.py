@@ -16,8 +16,10 @@ from typing import Any
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.db import repo
+from app.control.guard import STATE_KEY as GUARD_STATE
+from app.db import control_repo, repo
 from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
+from app.db.history_models import MapReduceJobRow
 from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
 from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, QueueSample
 from app.domain.model import AppRecord, Resources
@@ -93,6 +95,10 @@ class Snapshot:
     last_poll_duration_s: float | None = None
     last_good_poll_ms: int | None = None
     last_decision_ms: int | None = None
+    # MapReduce jobs in the history by collector status (ok, retry, missing).
+    history_jobs: dict[str, int] = field(default_factory=dict)
+    # The interference guard's maximum-capacity caps per queue (percent), empty when inactive.
+    guard_caps: dict[str, float] = field(default_factory=dict)
 
 
 def latest_queue_decision(session: Session, cluster_id: int) -> Decision | None:
@@ -239,6 +245,17 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
         session, ConfigPush.status, ConfigPush.cluster_id == cid, ConfigPush.status != "baseline"
     )
     _polls(session, cid, snap)
+    snap.history_jobs = {
+        str(status): int(n)
+        for status, n in session.execute(
+            select(MapReduceJobRow.status, func.count())
+            .join(Application, Application.app_id == MapReduceJobRow.app_id)
+            .where(Application.cluster_id == cid)
+            .group_by(MapReduceJobRow.status)
+        ).all()
+    }
+    guard = control_repo.load_policy_state(session, cid, GUARD_STATE)
+    snap.guard_caps = {str(q): int(h) / 100 for q, h in (guard.get("caps") or {}).items()}
     decision = latest_queue_decision(session, cid)
     snap.last_decision_ms = decision.created_ms if decision is not None else None
     numbers = decision_numbers(decision)

@@ -104,6 +104,7 @@ class SidecarCollector(Collector):
         yield from _control_metrics(snap)
         yield from _admission_metrics(snap)
         yield from _poll_metrics(snap, self._clock())
+        yield from _history_metrics(snap)
 
     def _process(self) -> Iterable[Metric]:
         info = GaugeMetricFamily(
@@ -254,6 +255,31 @@ def _admission_metrics(snap: Snapshot) -> Iterable[Metric]:
     learned = CounterMetricFamily(P + "estimator_observations", "Finished jobs learned from.")
     learned.add_metric([], float(completed) if isinstance(completed, int) else 0.0)
     yield learned
+
+
+def _history_metrics(snap: Snapshot) -> Iterable[Metric]:
+    jobs = _gauge(
+        "mapreduce_history_jobs",
+        "Finished MapReduce jobs the history collector asked the JobHistory server about, by "
+        "status (ok, retry, missing).",
+        ["status"],
+    )
+    for status, n in sorted(snap.history_jobs.items()):
+        jobs.add_metric([status], float(n))
+    yield jobs
+    active = _gauge(
+        "guard_active", "1 while the interference guard holds batch queues' maxima down.", []
+    )
+    active.add_metric([], 1.0 if snap.guard_caps else 0.0)
+    yield active
+    caps = _gauge(
+        "guard_max_capacity_percent",
+        "The interference guard's maximum-capacity for a batch queue, % of the parent.",
+        ["queue"],
+    )
+    for queue, cap in sorted(snap.guard_caps.items()):
+        caps.add_metric([queue], cap)
+    yield caps
 
 
 def _poll_metrics(snap: Snapshot, now_s: float) -> Iterable[Metric]:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.db import history_repo, repo
+from app.db import control_repo, history_repo, repo
 from app.db.session import transaction
 from app.main import create_app
 from tests.api.test_control_api import RecordedRM, _client, _settings
@@ -139,3 +139,29 @@ async def test_history_weightings_are_accepted_with_a_jobhistory_server(
     r = await api.put("/policy", json={"policy": f"fawkes:{weighting}"})
     assert r.status_code == 200, r.text
     assert r.json()["policy"] == f"fawkes:{weighting}"
+
+
+async def test_metrics_show_the_history_collector_and_the_guard(
+    api: httpx.AsyncClient, db: Db
+) -> None:
+    await _seed(db)
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
+        repo.upsert_apps(
+            s,
+            cid,
+            [
+                dataclasses.replace(
+                    app("application_1_0005", state="FINISHED", finished_ms=9), app_type="MAPREDUCE"
+                )
+            ],
+            2,
+        )
+        history_repo.record_miss(s, "application_1_0005", 20, "not known yet", max_attempts=10)
+        state = {"baseline": {"root.etl": 10000}, "caps": {"root.etl": 6000}, "calm": 0}
+        control_repo.save_policy_state(s, cid, "guard", state, 30)
+    text = (await api.get("/metrics")).text
+    assert 'yarn_sidecar_mapreduce_history_jobs{status="ok"} 2.0' in text
+    assert 'yarn_sidecar_mapreduce_history_jobs{status="retry"} 1.0' in text
+    assert "yarn_sidecar_guard_active 1.0" in text
+    assert 'yarn_sidecar_guard_max_capacity_percent{queue="root.etl"} 60.0' in text
