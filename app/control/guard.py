@@ -43,15 +43,6 @@ class Slo:
     url: str | None = None
     queue: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "name": self.name,
-            "threshold": self.threshold,
-            "url": self.url,
-            "queue": self.queue,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class GuardConfig:
@@ -91,16 +82,6 @@ class GuardConfig:
             floor_pp=_number(data.get("floor_pp", 0.0), "floor_pp", low=0, high=100),
             recover_ticks=recover,
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (the audit trail)."""
-        return {
-            "slos": [s.to_dict() for s in self.slos],
-            "batch_queues": list(self.batch_queues),
-            "step_pp": self.step_pp,
-            "floor_pp": self.floor_pp,
-            "recover_ticks": self.recover_ticks,
-        }
 
 
 def _slo(item: Any, where: str) -> Slo:

@@ -5,7 +5,7 @@ the caller owns the transaction (as ``app.db.repo``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,7 +150,12 @@ def completed_apps(
         )
         .group_by(Application.queue)
     )
-    counts = {name: int(n) for name, n in session.execute(stmt).all()}
+    return per_managed_queue({name: int(n) for name, n in session.execute(stmt).all()}, queues)
+
+
+def per_managed_queue(counts: Mapping[str, int], queues: Sequence[str]) -> dict[str, int]:
+    """Counts keyed by the queue an app row names, summed per managed queue path: the RM reports
+    an app's queue as a leaf name or a full path, depending on the version."""
     return {
         q: counts.get(q, 0) + (counts.get(q.rsplit(".", 1)[-1], 0) if "." in q else 0)
         for q in queues

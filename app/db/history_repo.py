@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from sqlalchemy import delete, func, or_, select
 from sqlalchemy.orm import Session
 
+from app.db import control_repo
 from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
 from app.db.models import Application
 from app.db.promise_history import app_keys
@@ -160,9 +161,7 @@ def completed_tasks(
         .group_by(Application.queue)
     )
     sums = {name: int(n or 0) for name, n in session.execute(stmt).all()}
-    return {
-        q: sums.get(q, 0) + (sums.get(q.rsplit(".", 1)[-1], 0) if "." in q else 0) for q in queues
-    }
+    return control_repo.per_managed_queue(sums, queues)
 
 
 def partition_of(app: Application) -> str:

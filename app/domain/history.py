@@ -111,16 +111,6 @@ class Phase:
     mean_vcores: float
     peak_vcores: float
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "name": self.name,
-            "duration_ms": self.duration_ms,
-            "tasks": self.tasks,
-            "mean_vcores": round(self.mean_vcores, 4),
-            "peak_vcores": round(self.peak_vcores, 4),
-        }
-
 
 def _spans(tasks: Iterable[TaskRun], kind: str) -> list[tuple[int, int]]:
     return [

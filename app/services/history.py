@@ -65,7 +65,7 @@ class HistoryCollector(LoopService):
 
     async def run_once(self, now_ms: int) -> None:
         """Ask about up to ``batch`` apps and store what the server knows."""
-        todo = await asyncio.to_thread(self._todo, now_ms)
+        todo, cluster_vcores = await asyncio.to_thread(self._todo, now_ms)
         for app_id in todo:
             try:
                 job = await self.source.job_of_app(app_id)
@@ -81,24 +81,25 @@ class HistoryCollector(LoopService):
                     self._miss, app_id, now_ms, "the JobHistory server does not know this job"
                 )
                 continue
-            await asyncio.to_thread(self._store, app_id, job, now_ms)
+            await asyncio.to_thread(self._store, app_id, job, cluster_vcores, now_ms)
             self.stored += 1
         self.last_error = None
 
-    def _todo(self, now_ms: int) -> list[str]:
+    def _todo(self, now_ms: int) -> tuple[list[str], float]:
+        """The apps to ask about this tick, and the cluster's size to record with them."""
         with self.sessions() as session:
             cluster = repo.get_cluster(session, self.cluster_name)
             if cluster is None:
-                return []
-            return history_repo.to_collect(
+                return [], 0.0
+            todo = history_repo.to_collect(
                 session, cluster.id, now_ms, limit=self.batch, retry_after_ms=self.retry_after_ms
             )
+            totals = control_repo.latest_totals(session, cluster.id, now_ms) if todo else None
+            return todo, totals.vcores if totals else 0.0
 
-    def _store(self, app_id: str, job: MapReduceJob, now_ms: int) -> None:
+    def _store(self, app_id: str, job: MapReduceJob, cluster_vcores: float, now_ms: int) -> None:
         with transaction(self.sessions) as session:
-            cluster = repo.get_cluster(session, self.cluster_name)
-            totals = control_repo.latest_totals(session, cluster.id, now_ms) if cluster else None
-            history_repo.store_job(session, app_id, job, totals.vcores if totals else 0.0, now_ms)
+            history_repo.store_job(session, app_id, job, cluster_vcores, now_ms)
 
     def _miss(self, app_id: str, now_ms: int, error: str) -> None:
         with transaction(self.sessions) as session:

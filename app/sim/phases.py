@@ -70,17 +70,6 @@ class PhaseResult:
         """Mean job running time."""
         return sum(self.running_s.values()) / len(self.running_s) if self.running_s else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "model": self.model,
-            "jobs": len(self.running_s),
-            "mean_running_s": round(self.mean_running_s, 3),
-            "makespan_s": round(self.makespan_s, 3),
-            "vcore_utilization": round(self.vcore_utilization, 4),
-            "phases_started": self.phases_started,
-        }
-
 
 @dataclass(slots=True)
 class _Job:

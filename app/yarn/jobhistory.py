@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field
 from app.domain.history import Counter, MapReduceJob, TaskRun, job_id_of
 from app.redact import redact_url
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+from app.yarn.mapping import instant
 from app.yarn.pooled import PooledClient
 from app.yarn.wire import _as_list, _Str, _Wire, parse
 
@@ -34,9 +35,9 @@ class _JobWire(_Wire):
     queue: _Str = ""
     user: _Str = ""
     state: _Str = ""
-    submitTime: int | None = None
-    startTime: int | None = None
-    finishTime: int | None = None
+    submitTime: int = 0
+    startTime: int = 0
+    finishTime: int = 0
     mapsTotal: int = 0
     mapsCompleted: int = 0
     reducesTotal: int = 0
@@ -55,8 +56,8 @@ class _TaskWire(_Wire):
     id: str
     type: str
     state: _Str = ""
-    startTime: int | None = None
-    finishTime: int | None = None
+    startTime: int = 0
+    finishTime: int = 0
     elapsedTime: int = 0
 
 
@@ -88,11 +89,6 @@ class _JobCounters(_Wire):
 
 class _CountersEnvelope(_Wire):
     jobCounters: _JobCounters
-
-
-def _time(value: int | None) -> int | None:
-    """The JHS reports an unset time as 0 or -1."""
-    return value if value is not None and value > 0 else None
 
 
 class JobHistoryClient(PooledClient):
@@ -138,9 +134,9 @@ class JobHistoryClient(PooledClient):
             queue=job.queue,
             user=job.user,
             state=job.state,
-            submit_ms=_time(job.submitTime),
-            start_ms=_time(job.startTime),
-            finish_ms=_time(job.finishTime),
+            submit_ms=instant(job.submitTime),
+            start_ms=instant(job.startTime),
+            finish_ms=instant(job.finishTime),
             maps_total=job.mapsTotal,
             maps_completed=job.mapsCompleted,
             reduces_total=job.reducesTotal,
@@ -161,8 +157,8 @@ class JobHistoryClient(PooledClient):
                     task_id=t.id,
                     kind=t.type.upper(),
                     state=t.state,
-                    start_ms=_time(t.startTime),
-                    finish_ms=_time(t.finishTime),
+                    start_ms=instant(t.startTime),
+                    finish_ms=instant(t.finishTime),
                     elapsed_ms=max(0, t.elapsedTime),
                 )
                 for t in (tasks.tasks.task if tasks.tasks is not None else [])

@@ -186,10 +186,10 @@ def app_record(wire: AppInfoWire) -> AppRecord:
         state=wire.state,
         final_status=wire.finalStatus,
         progress=wire.progress,
-        submitted_ms=_instant(wire.startedTime),
-        started_ms=_instant(wire.startedTime),
-        launched_ms=_instant(wire.launchTime),
-        finished_ms=_instant(wire.finishedTime),
+        submitted_ms=instant(wire.startedTime),
+        started_ms=instant(wire.startedTime),
+        launched_ms=instant(wire.launchTime),
+        finished_ms=instant(wire.finishedTime),
         elapsed_ms=max(wire.elapsedTime, 0),
         allocated=Resources(
             vcores=max(wire.allocatedVCores, 0), memory_mb=max(wire.allocatedMB, 0)
@@ -208,7 +208,8 @@ def split_tags(tags: str) -> tuple[str, ...]:
     return tuple(tag.strip() for tag in tags.split(",") if tag.strip())
 
 
-def _instant(ms: int) -> int | None:
+def instant(ms: int) -> int | None:
+    """An epoch-ms instant as Hadoop reports it; ``0`` or ``-1`` mean "not yet"."""
     return ms if ms > 0 else None
 
 

@@ -251,14 +251,13 @@ class Placement:
     rule: str | None
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form for the job's decision record."""
+    def numbers(self) -> dict[str, Any]:
+        """The numbers behind the choice, for the job's decision record (beside its reason)."""
         return {
             "partition": self.partition,
             "estimate_s": self.estimate_s,
             "desired_s": self.desired_s,
             "rule": self.rule,
-            "reason": self.reason,
         }
 
 

@@ -76,8 +76,7 @@ class Submission(Reaper):
                     record_step(
                         session, self.cfg, job.id, "place", placed[1].reason, now,
                         cpus=job.granted_cpus or 0, node_label=label,
-                        partition=placed[1].partition, estimate_s=placed[1].estimate_s,
-                        desired_s=placed[1].desired_s, rule=placed[1].rule,
+                        **placed[1].numbers(),
                     )  # fmt: skip
                 if won:
                     job.node_label = label
