@@ -7,6 +7,16 @@ Every learned observation (``estimator_observations``: tasks, deadline, ``comp_t
 tags), in observation order, so the same database always gives the same estimator: a restart
 rebuilds exactly what was there (``load_estimator``). ``EstimatorCache`` keeps the rebuilt
 estimator between rounds and only learns the observations added since (incremental update).
+
+What Promise learns is the tasks' work, not the application's: ``vcoreSeconds`` also counts the
+ApplicationMaster's container for its whole life, which admission books apart
+(``am_containers``) and which, for an app that waited in YARN for its containers, can exceed the
+tasks' work many times over (a plain-YARN job with a tight deadline that queued behind a burst
+would teach every later job that it needs more than its whole deadline). ``task_work`` takes out
+one vcore for the AM's life (YARN's default AM request) where the app's tasks run in their own
+containers. A sidecar job's observation also carries its start-up (``overhead_s``: from its
+admission to its finish, less its waves on its grant) and the job's own signature keys, so the
+estimate for the next run of a job is learned from the runs of the same job as it was submitted.
 """
 
 from __future__ import annotations
@@ -31,9 +41,11 @@ def app_keys(app: Application) -> Keys:
 
 
 def job_keys(job: Job) -> Keys:
-    """Signature keys of a sidecar job (its run spec's user and type when it names them)."""
+    """Signature keys of a sidecar job (its run spec's user and type when it names them, else the
+    user it runs as)."""
     run = job.run or {}
-    user = str(run.get("user", "")) if isinstance(run, dict) else ""
+    named = run.get("user") if isinstance(run, dict) else None
+    user = str(named or job.owner or "")  # whom it runs as on YARN, as an app's user is
     kind = str(run.get("type", run.get("kind", ""))) if isinstance(run, dict) else ""
     profile = run.get("profile") if isinstance(run, dict) else None
     tags = [str(tag) for tag in (job.tags or [])]
@@ -47,26 +59,60 @@ def job_keys(job: Job) -> Keys:
     )
 
 
+# YARN's default ApplicationMaster request (yarn.app.mapreduce.am.resource.cpu-vcores)
+AM_VCORES = 1
+
+
+def task_work(comp_time: float, app: Application, am_vcores: int = AM_VCORES) -> float:
+    """Vcore-seconds of the app's tasks: ``comp_time`` less the AM's life (module docstring).
+    Unchanged when nothing would be left: an app whose AM did all the work has no task
+    containers, and its work is the AM's."""
+    if app.launched_ms is None or app.finished_ms is None:
+        return comp_time
+    rest = comp_time - am_vcores * max(app.finished_ms - app.launched_ms, 0) / 1000
+    return rest if rest >= 1.0 else comp_time
+
+
+def start_up(job: Job, app: Application, tasks: int, work: float) -> float | None:
+    """A sidecar job's start-up: admission to finish less its waves on its grant (``None``
+    without a grant or an admission time)."""
+    if not job.granted_cpus or job.admitted_ms is None or app.finished_ms is None:
+        return None
+    span = (app.finished_ms - job.admitted_ms) / 1000
+    return max(0.0, span - core.waves(tasks, job.granted_cpus) * work / tasks)
+
+
+def am_vcores(job: Job | None) -> int:
+    """The AM's vcores: what a sidecar job's run asked for, else YARN's default."""
+    run = job.run if job is not None else None
+    if not isinstance(run, dict):
+        return AM_VCORES
+    asked = (run.get("resource") or {}).get("vcores") or run.get("vcores")
+    return int(asked) if asked else AM_VCORES
+
+
 def _observations(
     session: Session, after: tuple[int, str] | None, capacity: int
 ) -> list[tuple[Outcome, tuple[int, str]]]:
     stmt = (
-        select(EstimatorObservation, Application)
+        select(EstimatorObservation, Application, Job)
         .join(Application, Application.app_id == EstimatorObservation.app_id)
+        .outerjoin(Job, Job.id == EstimatorObservation.job_id)
         .where(EstimatorObservation.learned.is_(True))
         .order_by(EstimatorObservation.observed_ms, EstimatorObservation.app_id)
     )
     out: list[tuple[Outcome, tuple[int, str]]] = []
-    for obs, app in session.execute(stmt):
+    for obs, app, job in session.execute(stmt):
         mark = (obs.observed_ms, obs.app_id)
         if after is not None and mark <= after:
             continue
         if not obs.tasks or not obs.comp_time or obs.comp_time <= 0:
             continue
         max_cpus = max(1, min(obs.tasks, capacity))
-        out.append(
-            (Outcome(app_keys(app), obs.tasks, obs.comp_time, obs.deadline_s, max_cpus), mark)
-        )
+        work = task_work(obs.comp_time, app, am_vcores(job))
+        keys = job_keys(job) if job is not None else app_keys(app)
+        overhead = start_up(job, app, obs.tasks, work) if job is not None else None
+        out.append((Outcome(keys, obs.tasks, work, obs.deadline_s, max_cpus, overhead), mark))
     return out
 
 

@@ -15,11 +15,13 @@ import httpx
 import pytest
 
 from app.db import repo
-from app.db.jobs_models import EstimatorObservation
+from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application, Cluster, ClusterSample
+from app.db.promise_history import job_keys, load_estimator
 from app.db.session import transaction
 from app.jobs.promise_round import room
 from app.main import create_app
+from app.policies.promise.estimator import EstimatorParams
 from app.settings import Settings
 from tests.conftest import Db
 from tests.factories import queue
@@ -186,3 +188,81 @@ async def test_admission_books_only_what_the_deadline_queue_can_hold_now(db: Db)
             await client.post("/jobs", json=body(name="third", requested_tasks=1, deadline=600))
         ).json()
         assert third["state"] == "admitted", third
+
+
+async def test_plain_jobs_whose_am_waited_do_not_make_a_later_job_look_infeasible(db: Db) -> None:
+    """Three plain-YARN apps in the deadline queue waited 100 s for their 2 task containers of
+    8 s with their AM running: 116 vcore-s each, nearly twice their 30 s x 2 vcores. Their
+    tasks' work is 16 vcore-s; an unrelated 1-task job with 300 s is admitted on that."""
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        for i in range(3):
+            app_id = f"application_1_{i:04d}"
+            s.add(
+                Application(
+                    app_id=app_id, cluster_id=cluster.id, user="al", queue="deadline",
+                    name=f"burst-{i}", app_type="YARN", tags=",", state="FINISHED",
+                    final_status="SUCCEEDED", started_ms=0, launched_ms=1_000,
+                    finished_ms=101_000, elapsed_ms=101_000, vcore_seconds=116,
+                    first_seen_ms=0, updated_ms=0,
+                )
+            )  # fmt: skip
+            s.flush()
+            s.add(
+                EstimatorObservation(
+                    app_id=app_id, source="tagged", observed_ms=1000 + i, learned=True,
+                    tasks=2, deadline_s=30.0, comp_time=116.0, cpus=2, success=False,
+                )
+            )  # fmt: skip
+    async with _client(db) as client:
+        sigs = (await client.get("/estimator")).json()["signatures"]
+        # the queue's key (a job names root.deadline, YARN reports the leaf) learned 16 / 60
+        assert sigs["q:deadline"]["ratio_upper"] == pytest.approx(16 / 60)
+        r = await client.post("/jobs", json=body(name="small", requested_tasks=1, deadline=300))
+        job = r.json()
+        assert job["state"] == "admitted", job["decision"]["reason"]
+        assert job["eta"]["finish_s"] - job["eta"]["start_s"] == pytest.approx(300 * 16 / 60)
+
+
+def test_a_sidecar_job_teaches_its_own_signature_its_tasks_work_and_its_start_up(db: Db) -> None:
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        # admitted at 10 s on 2 of its 4 tasks; YARN ran its 2-vcore AM from 14 s to 40 s:
+        # 52 of its 92 vcore-s are the AM's, the tasks' 40 take 2 waves of 10 s, so the
+        # 30 s from admission to finish hold 10 s of start-up
+        job = Job(
+            id="j1", name="nightly-7", queue="root.deadline", state="finished",
+            requested_tasks=4, deadline_s=60.0, deadline_ms=70_000, submitted_ms=9_000,
+            request_hash="h", granted_cpus=2, admitted_ms=10_000, app_id="application_1_0001",
+            updated_ms=0, owner="al",
+            run={"kind": "application", "command": "x", "resource": {"vcores": 2}},
+        )  # fmt: skip
+        s.add(job)
+        s.add(
+            Application(
+                app_id="application_1_0001", cluster_id=cluster.id, user="al",
+                queue="deadline", name="nightly-7", app_type="YARN", tags=",",
+                state="FINISHED", final_status="SUCCEEDED", started_ms=11_000,
+                launched_ms=14_000, finished_ms=40_000, elapsed_ms=29_000, vcore_seconds=92,
+                first_seen_ms=0, updated_ms=0,
+            )
+        )  # fmt: skip
+        s.flush()
+        s.add(
+            EstimatorObservation(
+                app_id="application_1_0001", job_id="j1", source="job", observed_ms=50_000,
+                learned=True, tasks=4, deadline_s=60.0, comp_time=92.0, cpus=2, success=True,
+            )
+        )  # fmt: skip
+    with db.sessions() as s:
+        keys = job_keys(s.get_one(Job, "j1"))
+        est = load_estimator(s, EstimatorParams(min_samples=1), capacity=8)
+    entry = est.entries()[keys.signature]
+    assert keys.signature == "n:nightly-<n>|u:al|t:application|q:deadline"
+    assert entry["task_s_median"] == pytest.approx(10.0)
+    assert entry["overhead_s_upper"] == pytest.approx(10.0)
+    assert est.estimate(keys, 4, 60.0, 4).overhead_s == pytest.approx(10.0)

@@ -1,12 +1,12 @@
 """Promise on the real ResourceManager: it learns per signature (``app/policies/promise``).
 
-Two recurring jobs (``profile:short``: 2 tasks of 2 s, ``profile:long``: 2 tasks of 20 s) are
+Two recurring jobs (``profile:short``: 2 tasks of 2 s, ``profile:long``: 2 tasks of 30 s) are
 submitted one after the other through the whole sidecar (``create_app`` with its loops) with a
 60 s deadline. With no history the first gets the bootstrap grant (the whole deadline at full
 parallelism); once each signature has runs of its own, each job's work bound comes from its own
 signature (the long one's well above the short one's), the grants diverge (the short job's two
-waves fit one container, the long one's need two), and each job's predicted finish (the ETA of
-its admission) moves toward when YARN really finished it.
+waves fit one container; the long one's, 60 s of tasks after its start-up, do not), and each
+job's predicted finish (the ETA of its admission) moves toward when YARN really finished it.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def test_promise_learns_per_signature_on_a_real_rm(
     runs: dict[str, list[dict[str, Any]]] = {"short": [], "long": []}
     async with sidecar(settings) as client:
         for i in range(3):
-            for profile, seconds in (("short", 2), ("long", 20)):
+            for profile, seconds in (("short", 2), ("long", 30)):
                 runs[profile].append(await run_one(client, profile, seconds, i))
         signatures = (await client.get("/estimator")).json()["signatures"]
     for profile, rs in runs.items():
@@ -91,15 +91,19 @@ async def test_promise_learns_per_signature_on_a_real_rm(
     # No history at all: the first job is bootstrapped to its full parallelism.
     assert runs["short"][0]["grant"] == 2 and runs["short"][0]["source"] == "bootstrap"
     # Learned per signature: each job is now bounded by its own signature's runs, and the long
-    # job's bound is well above the short one's (20 s vs 2 s of sleep per task, plus the AM).
+    # job's bound is well above the short one's (30 s vs 2 s of sleep per task).
     # The template runs the 2 tasks in waves on the grant, so the grants diverge: one container
-    # (two waves) meets the 60 s deadline for the short job, the long one needs two.
+    # (two waves) meets the 60 s deadline for the short job; the long one's two waves of 30 s
+    # after its learned start-up do not, so it needs two.
     assert runs["short"][-1]["source"].endswith("p:short")
     assert runs["long"][-1]["source"].endswith("p:long")
     assert runs["long"][-1]["bound"] > 2 * runs["short"][-1]["bound"]
     assert runs["short"][-1]["grant"] == 1
     assert runs["long"][-1]["grant"] == 2
     assert signatures["p:short"]["samples"] == 3 and signatures["p:long"]["samples"] == 3
+    # each learned the seconds from its admission to its first task (AM allocation and launch)
+    assert signatures["p:short"]["overhead_s_upper"] > 0
+    assert signatures["p:long"]["overhead_s_upper"] > 0
     # The ETA error shrinks from the first run's (the bootstrap's whole deadline, or a borrowed
     # signature's) once each job's own history is used.
     assert runs["short"][-1]["eta_error_s"] < runs["short"][0]["eta_error_s"] / 3

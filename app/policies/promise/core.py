@@ -208,7 +208,7 @@ def admit(
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
         task_u = est.upper / r.tasks
-        end_u = max(now_s, r.started_s + waves(r.tasks, r.cpus) * task_u)
+        end_u = max(now_s, r.started_s + est.overhead_s + waves(r.tasks, r.cpus) * task_u)
         late = now_s - (r.submitted_s + r.deadline_s)
         if late > _EPS:
             learning = estimator.samples(r.keys.signature) < estimator.params.min_samples
@@ -246,8 +246,11 @@ def admit(
         # Infeasible for certain (under its bound): not even the whole cluster from now on
         # finishes it in time. Running jobs' ends are bounds too, and a waiting job costs nothing,
         # so a job that would fit once they end is queued (its ETA says when), not dropped.
+        # ``due``: the last moment its tasks may end, its start-up bound before the deadline
+        due = j.deadline_at - est.overhead_s
         fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am)
-        if fin > j.deadline_at + _EPS:
+        if fin > due + _EPS:
+            fin += est.overhead_s
             out.append(
                 Decision(
                     "drop",
@@ -261,7 +264,7 @@ def admit(
                 )
             )
             continue
-        lst = j.deadline_at - waves(j.tasks, limit) * task_u
+        lst = due - waves(j.tasks, limit) * task_u
         cands.append((est.upper, lst, j.id, j, est, limit))
     # Least laxity first: a job that must start soon is offered capacity before one that can
     # wait; among equally urgent jobs, the smallest work bound first.
@@ -273,7 +276,8 @@ def admit(
     avail = free
     for _, lst, _, j, est, limit in cands:
         task_u = est.upper / j.tasks
-        g = min_grant(j.tasks, limit, task_u, j.deadline_at - now_s)
+        due = j.deadline_at - est.overhead_s
+        g = min_grant(j.tasks, limit, task_u, due - now_s)
         fits = g is not None and g + am <= avail
         if fits and g is not None:
             # expected hold (central estimate): the bound is for the job's own deadline, while
@@ -297,13 +301,13 @@ def admit(
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
             used = [
-                (now_s + waves(a.tasks, ag) * (ae.upper / a.tasks), ag + am)
+                (now_s + ae.overhead_s + waves(a.tasks, ag) * (ae.upper / a.tasks), ag + am)
                 for a, ae, _, ag in admitted
             ]
             res_steps = _timeline(avail, releases + used, now_s)
             res = None
             for t, level in res_steps:
-                need = min_grant(j.tasks, limit, task_u, j.deadline_at - t)
+                need = min_grant(j.tasks, limit, task_u, due - t)
                 if need is not None and need + am <= level:
                     res = (t, level - need - am, need)
                     break
@@ -320,7 +324,7 @@ def admit(
                 continue
             t_res, spare, need = res
             reservation = (t_res, spare, j.id)
-            fin = t_res + waves(j.tasks, need) * task_u
+            fin = t_res + est.overhead_s + waves(j.tasks, need) * task_u
             queued.append(
                 Decision(
                     "queue",
@@ -329,7 +333,9 @@ def admit(
                     f"expects {need} vcores at {t_res:g}",
                     start_s=t_res,
                     finish_s=fin,
-                    finish_point_s=t_res + waves(j.tasks, need) * est.point / j.tasks,
+                    finish_point_s=t_res
+                    + est.overhead_s
+                    + waves(j.tasks, need) * est.point / j.tasks,
                     waits_for=f"{need + am} vcores to free up (running jobs ending)",
                     work_bound=est.upper,
                     source=est.source,
@@ -346,16 +352,17 @@ def admit(
     for j, est, _, _ in admitted:
         g = grants[j.id]
         w = waves(j.tasks, g)
+        begin = now_s + est.overhead_s  # its first task, after the start-up bound
         out.append(
             Decision(
                 "admit",
                 j.id,
                 g,
-                f"{g} vcores: {w} waves finish by {now_s + w * est.upper / j.tasks:g} "
+                f"{g} vcores: {w} waves finish by {begin + w * est.upper / j.tasks:g} "
                 f"<= deadline {j.deadline_at:g} ({est.source})",
                 start_s=now_s,
-                finish_s=now_s + w * est.upper / j.tasks,
-                finish_point_s=now_s + w * est.point / j.tasks,
+                finish_s=begin + w * est.upper / j.tasks,
+                finish_point_s=begin + w * est.point / j.tasks,
                 work_bound=est.upper,
                 source=est.source,
             )

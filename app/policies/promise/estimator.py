@@ -22,6 +22,12 @@ statistics and the ETA's central value.
 With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
 its whole deadline at full parallelism (ratio 1).
 
+Start-up: on YARN a job's first task starts seconds after its admission (the ApplicationMaster is
+allocated and launched, then asks for its containers); its ``work`` counts task containers only.
+Where an outcome reports that delay (``overhead_s``: the live sidecar's own jobs, whose grants are
+known; the simulator's model has none) the estimator keeps it per key like the others and each
+estimate carries its quantile along the whole chain (``Estimate.overhead_s``, 0 without samples).
+
 Errors: before a completion is added, the point prediction it would have had is compared with the
 real work; per signature the estimator counts predictions off by 2x or more (3Sigma's measure) and
 the mean absolute log error. The object is mutable for speed (the simulator learns 10^4 times per
@@ -34,7 +40,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.policies.base import PolicyError
@@ -50,6 +56,7 @@ class Outcome:
     work: float  # vcore-seconds (the RM's vcoreSeconds)
     deadline_s: float | None
     max_cpus: int  # min(tasks, capacity) when it ran
+    overhead_s: float | None = None  # admission to first task (module docstring); None: unknown
 
     def __post_init__(self) -> None:
         if self.tasks < 1:
@@ -58,6 +65,12 @@ class Outcome:
             raise PolicyError("outcome.work", f"must be a finite number > 0, got {self.work}")
         if self.max_cpus < 1:
             raise PolicyError("outcome.max_cpus", f"must be >= 1, got {self.max_cpus}")
+        if self.overhead_s is not None and not (
+            math.isfinite(self.overhead_s) and self.overhead_s >= 0
+        ):
+            raise PolicyError(
+                "outcome.overhead_s", f"must be a finite number >= 0, got {self.overhead_s}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +81,7 @@ class Estimate:
     point: float
     source: str  # which key and predictor gave the bound, for the audit trail
     samples: int
+    overhead_s: float = 0.0  # start-up before the first task (bound; module docstring)
 
     def task_seconds(self, tasks: int) -> float:
         """Upper bound on one task's duration (work spread evenly over the tasks)."""
@@ -78,6 +92,7 @@ class Estimate:
 class _Series:
     task_s: deque[float]
     ratio: deque[float]
+    overhead: deque[float]
     runs: int = 0
     off_2x: int = 0
     abs_log_err: float = 0.0
@@ -129,7 +144,7 @@ class Estimator:
         s = self._series.get(key)
         if s is None:
             w = self.params.window
-            s = _Series(deque(maxlen=w), deque(maxlen=w))
+            s = _Series(deque(maxlen=w), deque(maxlen=w), deque(maxlen=w))
             self._series[key] = s
         return s
 
@@ -179,7 +194,26 @@ class Estimator:
                 relative = Estimate(scale, scale, "bootstrap", 0)
         return absolute, relative
 
+    def overhead(self, keys: Keys) -> float:
+        """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
+        of them, or any at the global key); 0 without any."""
+        for key in keys.chain():
+            s = self._series.get(key)
+            if s is not None and (
+                len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
+            ):
+                return quantile(s.overhead, self.params.quantile)
+        return 0.0
+
     def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
+        """Work bound (and start-up bound) for a job; see ``_estimate_work``."""
+        est = self._estimate_work(keys, tasks, deadline_s, max_cpus)
+        overhead = self.overhead(keys)
+        return replace(est, overhead_s=overhead) if overhead else est
+
+    def _estimate_work(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> Estimate:
         """Work bound for a job of ``tasks`` tasks (``max_cpus = min(tasks, capacity)``).
 
         With both predictors available, the signature's own record decides: the one with the
@@ -234,6 +268,8 @@ class Estimator:
             series.task_s.append(task_s)
             if ratio is not None:
                 series.ratio.append(ratio)
+            if outcome.overhead_s is not None:
+                series.overhead.append(outcome.overhead_s)
         return self
 
     def error(self, key: str) -> dict[str, float | int | None]:
@@ -262,6 +298,7 @@ class Estimator:
                 "ratio_upper": quantile(s.ratio, q) if s.ratio else None,
                 "task_s_error": s.mean_error(0),
                 "ratio_error": s.mean_error(1),
+                "overhead_s_upper": quantile(s.overhead, q) if s.overhead else None,
                 **self.error(key),
             }
         return out

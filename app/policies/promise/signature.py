@@ -60,8 +60,10 @@ def keys_for(
     """The default signature rule (module docstring)."""
     prof = profile or profile_from_tags(tags)
     user_type = f"u:{user}|t:{app_type.lower()}"
-    sig = f"p:{prof}" if prof else f"n:{normalise_name(name)}|{user_type}|q:{queue}"
-    return Keys(sig, user_type, f"q:{queue}")
+    # The leaf: YARN reports an app's queue by its leaf name, a job names the full path.
+    leaf = queue.rsplit(".", 1)[-1]
+    sig = f"p:{prof}" if prof else f"n:{normalise_name(name)}|{user_type}|q:{leaf}"
+    return Keys(sig, user_type, f"q:{leaf}")
 
 
 def size_class(tasks: int) -> int:

@@ -152,3 +152,24 @@ def test_bad_inputs_name_the_field() -> None:
         core.admit([], [], 0, 0, 0.0, Estimator(), P)
     with pytest.raises(PolicyError, match="quantile"):
         core.make_params({"quantile": 0.2})
+
+
+def test_start_up_is_planned_before_the_first_task() -> None:
+    est = _taught(0.5)  # work bound: half of deadline x tasks
+    for _ in range(3):  # three runs of this job took 20 s from admission to their first task
+        est.learn(Outcome(K, tasks=4, work=200.0, deadline_s=100.0, max_cpus=4, overhead_s=20.0))
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([job], [], free=10, capacity=10, now_s=0.0, estimator=est, params=P)
+    # 50 s per task; 100 s less 20 s of start-up leave 80 s: one wave, on 4 containers (without
+    # the start-up 2 containers and 2 waves would have ended exactly at the deadline)
+    assert (d.action, d.cpus, d.start_s, d.finish_s) == ("admit", 4, 0.0, 70.0)
+    tight = core.WaitingJob("b", tasks=4, deadline_s=30.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([tight], [], free=10, capacity=10, now_s=0.0, estimator=est, params=P)
+    # 15 s per task would fit 30 s; after 20 s of start-up the best finish is 35 s
+    assert d.action == "drop" and d.earliest_finish_s == pytest.approx(35.0)
+    # a running job's end is its start, its start-up and its waves: 0 + 20 + 50 s
+    running = core.RunningJob("r", 4, 100.0, 0.0, 0.0, 4, K)
+    late = core.WaitingJob("c", tasks=4, deadline_s=200.0, submitted_s=10.0, keys=K)
+    (d,) = core.admit([late], [running], free=0, capacity=4, now_s=10.0, estimator=est, params=P)
+    # it starts when those 4 vcores free at 70 s and ends after its own start-up and one wave
+    assert (d.action, d.start_s, d.finish_s) == ("queue", 70.0, 190.0)

@@ -89,3 +89,22 @@ def test_window_forgets_old_runs() -> None:
 def test_outcome_validation_names_the_field() -> None:
     with pytest.raises(PolicyError, match=r"outcome\.work"):
         _o(A, 0.0)
+    with pytest.raises(PolicyError, match=r"outcome\.overhead_s"):
+        Outcome(A, 2, 10.0, 100.0, max_cpus=2, overhead_s=-1.0)
+
+
+def test_start_up_comes_from_the_most_specific_key_with_enough_runs() -> None:
+    est = Estimator(EstimatorParams(min_samples=2, quantile=0.95))
+    est.learn(_o(A, 40.0))  # no start-up reported (a foreign app): teaches work only
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 0.0
+    for s in (4.0, 9.0):
+        est.learn(Outcome(A, 2, 40.0, 100.0, max_cpus=2, overhead_s=s))
+    est.learn(Outcome(B, 2, 40.0, 100.0, max_cpus=2, overhead_s=30.0))
+    # A has two samples of its own (its bound is the larger); B has one, so its user's key
+    # (A's two and B's one) answers; C shares only the queue key, which holds the same three
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 9.0
+    assert est.estimate(B, 2, 100.0, 2).overhead_s == 30.0
+    assert est.estimate(C, 2, 100.0, 2).overhead_s == 30.0
+    assert est.entries()["sigA"]["overhead_s_upper"] == 9.0
+    # the work bound is unaffected by start-up
+    assert est.estimate(A, 2, 100.0, 2).upper == pytest.approx(40.0)
