@@ -16,10 +16,12 @@ import yaml
 
 import app as app_pkg
 from app.observability.whatif_cli import extend as extend_simulate
+from app.observability.whatif_cli import extend_phases
 from app.operator_cli import configure as configure_operator
 from app.operator_cli import configure_preview
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
+from app.sim.cli import subcommand
 from app.tokens_cli import configure as configure_tokens
 
 
@@ -214,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     configure_sim(sub)
     extend_simulate(sub.choices["simulate"], lambda: load_settings())
+    extend_phases(subcommand(sub.choices["simulate"], "phases"), lambda: load_settings())
     configure_operator(sub)
     configure_tokens(sub)
     return parser

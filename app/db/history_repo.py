@@ -17,7 +17,7 @@ from app.db import control_repo
 from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
 from app.db.models import Application
 from app.db.promise_history import app_keys
-from app.domain.history import MapReduceJob, counters_to_dict, summarise
+from app.domain.history import MapReduceJob, counters_from_dict, counters_to_dict, summarise
 from app.domain.model import FINAL_APP_STATES
 from app.policies.hybridmr.profiles import Run
 
@@ -139,6 +139,40 @@ def job_of(session: Session, app_id: str) -> tuple[MapReduceJobRow, list[MapRedu
         .order_by(MapReduceTaskRow.kind, MapReduceTaskRow.task_id)
     )
     return row, list(tasks)
+
+
+def stored_jobs(session: Session, cluster_id: int, *, limit: int) -> list[MapReduceJob]:
+    """The newest ``limit`` stored MapReduce jobs of a cluster, as the JobHistory server reported
+    them (counters, phase averages; without tasks), oldest first: PRISM's recorded workload."""
+    stmt = (
+        select(MapReduceJobRow, Application)
+        .join(Application, Application.app_id == MapReduceJobRow.app_id)
+        .where(Application.cluster_id == cluster_id, MapReduceJobRow.status == OK)
+        .order_by(MapReduceJobRow.submit_ms.desc(), MapReduceJobRow.app_id.desc())
+        .limit(limit)
+    )
+    return [
+        MapReduceJob(
+            job_id=row.job_id or row.app_id,
+            name=app.name,
+            queue=app.queue,
+            user=app.user,
+            state=row.state or "",
+            submit_ms=row.submit_ms,
+            start_ms=row.start_ms,
+            finish_ms=row.finish_ms,
+            maps_total=row.maps_total,
+            maps_completed=row.maps_completed,
+            reduces_total=row.reduces_total,
+            reduces_completed=row.reduces_completed,
+            avg_map_ms=row.avg_map_ms,
+            avg_shuffle_ms=row.avg_shuffle_ms,
+            avg_merge_ms=row.avg_merge_ms,
+            avg_reduce_ms=row.avg_reduce_ms,
+            counters=counters_from_dict(row.counters or {}),
+        )
+        for row, app in reversed(session.execute(stmt).all())
+    ]
 
 
 def completed_tasks(

@@ -186,6 +186,42 @@ def summarise(job: MapReduceJob) -> JobSummary:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TaskUse:
+    """One kind of task of a job (map or reduce), per task: what it used on average and the
+    container YARN allocated it (what PRISM's phase profile and the task model each hold)."""
+
+    vcores: float
+    memory_mb: float
+    container_vcores: float
+    container_mb: float
+
+
+# MapReduce's defaults (mapreduce.{map,reduce}.memory.mb, .cpu.vcores) for a job without the
+# allocation counters.
+DEFAULT_CONTAINER = (1.0, 1024.0)
+
+
+def task_use(job: MapReduceJob, kind: str) -> TaskUse:
+    """``kind`` (``MAP`` or ``REDUCE``) tasks' use from the counters: vcores are CPU time over
+    task time (``CPU_MILLISECONDS`` / ``MILLIS_*``), memory the physical memory per task
+    (``PHYSICAL_MEMORY_BYTES``, sampled at each task's end, over the tasks); the container is
+    ``VCORES_MILLIS_*`` and ``MB_MILLIS_*`` over ``MILLIS_*``. Use is capped at the container:
+    YARN stops a task that outgrows it, so more is sampling noise."""
+    part = "map" if kind == MAP else "reduce"
+    plural = "MAPS" if kind == MAP else "REDUCES"
+    tasks = job.maps_completed if kind == MAP else job.reduces_completed
+    task_ms = _value(job, _JOB, f"MILLIS_{plural}")
+    if task_ms <= 0:
+        cv, cm = DEFAULT_CONTAINER
+    else:
+        cv = _value(job, _JOB, f"VCORES_MILLIS_{plural}") / task_ms or DEFAULT_CONTAINER[0]
+        cm = _value(job, _JOB, f"MB_MILLIS_{plural}") / task_ms or DEFAULT_CONTAINER[1]
+    cpu = _value(job, _TASK, "CPU_MILLISECONDS", part) / task_ms if task_ms > 0 else cv
+    memory = _value(job, _TASK, "PHYSICAL_MEMORY_BYTES", part) / max(tasks, 1) / 2**20
+    return TaskUse(min(cpu, cv), min(memory, cm) if memory > 0 else cm, cv, cm)
+
+
 def counters_to_dict(counters: Mapping[str, Mapping[str, Counter]]) -> dict[str, Any]:
     """JSON form: ``{group: {name: [total, map, reduce]}}``."""
     return {

@@ -1,6 +1,9 @@
 """``yarn-sidecar simulate --from-db [--since 7d] --policy X``: the what-if on the cluster's own
 history from the command line. It extends the simulator's ``simulate`` command rather than
-replacing it: without ``--from-db`` the command runs on traces exactly as before."""
+replacing it: without ``--from-db`` the command runs on traces exactly as before.
+
+``yarn-sidecar simulate phases --from-db``: PRISM against task-level containers on the MapReduce
+jobs the history collector stored (``app.sim.phases.recorded_jobs``) instead of synthetic ones."""
 
 from __future__ import annotations
 
@@ -136,3 +139,61 @@ def _print(data: dict[str, Any]) -> None:
     print(f"{data['jobs']} jobs on {data['capacity_vcores']} vcores under {data['policy']}")
     for name, x, y in rows:
         print(f"{name:<{width}}  {x:>10}  {y:>10}")
+
+
+def extend_phases(phases_parser: argparse.ArgumentParser, settings: Callable[[], Any]) -> None:
+    """Add ``--from-db`` and ``--limit`` to ``simulate phases``."""
+    phases_parser.add_argument(
+        "--from-db",
+        action="store_true",
+        help="the MapReduce jobs stored from the JobHistory server (YARN_SIDECAR_DATABASE_URL) "
+        "at their real submission times, instead of synthetic jobs",
+    )
+    phases_parser.add_argument(
+        "--limit", type=int, default=2000, help="with --from-db: the newest N jobs (2000)"
+    )
+    original: Command = phases_parser.get_default("func")
+
+    def dispatch(args: argparse.Namespace) -> int:
+        return cmd_phases_from_db(args, settings()) if args.from_db else original(args)
+
+    phases_parser.set_defaults(func=dispatch)
+
+
+def cmd_phases_from_db(args: argparse.Namespace, settings: Any) -> int:
+    """Both models on the recorded jobs: one line of the ``phases`` table."""
+    from app.db import history_repo, jobs_repo
+    from app.db.session import make_engine, make_session_factory
+    from app.sim import cli as sim_cli
+    from app.sim import phases
+
+    if args.limit < 1:
+        print("simulate phases: --limit must be >= 1", file=sys.stderr)
+        return 2
+    engine = make_engine(settings.effective_database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            cluster_id = jobs_repo.cluster_id(session, settings.cluster_name)
+            stored = (
+                []
+                if cluster_id is None
+                else history_repo.stored_jobs(session, cluster_id, limit=args.limit)
+            )
+    finally:
+        engine.dispose()
+    jobs = phases.recorded_jobs(stored)
+    if not jobs:
+        print(
+            "simulate phases: no MapReduce job history in the database "
+            "(set YARN_SIDECAR_JOBHISTORY_URL so the sidecar collects it)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        row = sim_cli.phases_row("db", "-", jobs, args)
+    except ValueError as exc:
+        print(f"simulate phases: {exc}", file=sys.stderr)
+        return 2
+    print(sim_cli.PHASES_HEADER)
+    print(row)
+    return 0

@@ -153,24 +153,47 @@ def configure(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ph.add_argument("--count", type=int, default=60, help="synthetic jobs per cell")
     ph.add_argument("--seeds", default="1,2,3", help="comma-separated seeds")
     ph.add_argument("--gaps", default="20,8,4", help="mean inter-arrival times (s), one per load")
-    ph.add_argument("--nodes", type=int, default=8, help="nodes of 8 vcores and 16 GB")
+    ph.add_argument("--nodes", type=int, default=8, help="nodes in the simulated cluster")
+    ph.add_argument("--node-vcores", type=float, default=8, help="vcores per node (default 8)")
+    ph.add_argument("--node-mb", type=float, default=16384, help="memory per node, MB (16384)")
     ph.set_defaults(func=cmd_phases)
+
+
+def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The sub-command parser ``name`` of ``parser`` (for extensions such as ``--from-db``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise KeyError(name)
+
+
+PHASES_HEADER = "gap_s seed  jobs  task_mean_s  prism_mean_s  speedup  task_util  prism_util"
+
+
+def phases_row(
+    label: str, seed: str, jobs: Sequence[phases.PhaseJob], args: argparse.Namespace
+) -> str:
+    """One line of the ``phases`` table: both models on ``jobs``."""
+    node = prism_core.Demand(args.node_vcores, args.node_mb)
+    phases.check_fits(jobs, node)
+    task = phases.simulate(jobs, args.nodes, node, "task")
+    prism = phases.simulate(jobs, args.nodes, node, "prism")
+    speedup = task.mean_running_s / prism.mean_running_s if prism.mean_running_s else 1.0
+    return (
+        f"{label:>5} {seed:>4} {len(jobs):5d} {task.mean_running_s:12.1f} "
+        f"{prism.mean_running_s:13.1f} {speedup:8.3f} "
+        f"{task.vcore_utilization:10.3f} {prism.vcore_utilization:11.3f}"
+    )
 
 
 def cmd_phases(args: argparse.Namespace) -> int:
     """Print task-level against PRISM per load and seed (``app.sim.phases``)."""
-    node = prism_core.Demand(8, 16384)
-    print("gap_s seed  jobs  task_mean_s  prism_mean_s  speedup  task_util  prism_util")
+    print(PHASES_HEADER)
     for gap in [float(g) for g in args.gaps.split(",")]:
         for seed in [int(x) for x in args.seeds.split(",")]:
             jobs = phases.synthetic_jobs(args.count, seed, mean_gap_s=gap)
-            task = phases.simulate(jobs, args.nodes, node, "task")
-            prism = phases.simulate(jobs, args.nodes, node, "prism")
-            print(
-                f"{gap:5g} {seed:4d} {len(jobs):5d} {task.mean_running_s:12.1f} "
-                f"{prism.mean_running_s:13.1f} {task.mean_running_s / prism.mean_running_s:8.3f} "
-                f"{task.vcore_utilization:10.3f} {prism.vcore_utilization:11.3f}"
-            )
+            print(phases_row(f"{gap:g}", str(seed), jobs, args))
     return 0
 
 

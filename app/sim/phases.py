@@ -25,6 +25,15 @@ urgency grows with the wait, eq. 6, so a pick can become worth it with nothing e
 happening); the synthetic jobs (``synthetic_jobs``) follow section 3's observation that the
 phases of one task differ in demand (map CPU-bound, merge memory-bound, shuffle light on CPU,
 reduce in between), with seeded variation, since the public traces carry no phase profiles.
+
+Recorded jobs (``recorded_jobs``): the MapReduce jobs the sidecar's history collector stored
+from the JobHistory server, at their real submission times. A map task's phase is its average
+map time (the JobHistory server does not split the map-side merge from it, so ``merge`` lasts 0
+s); a reduce task's ``shuffle`` is its average shuffle time and its ``reduce`` the average merge
+(sort) and reduce times. Each phase holds what its task kind used (``history.task_use``: CPU time
+over task time, physical memory per task), the counters not splitting shuffle from reduce; the
+task model holds the container YARN really allocated (``PhaseJob.containers``), which is what
+PRISM's phase-level allocation competes with.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.history import MAP, REDUCE, MapReduceJob, task_use
 from app.policies.prism import core
 
 MODELS = ("task", "prism")
@@ -53,6 +63,8 @@ class PhaseJob:
     maps: int
     reduces: int
     profile: core.JobProfile
+    # The task model's map and reduce containers; None: sized for the task's peak phase.
+    containers: tuple[core.Demand, core.Demand] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +111,12 @@ def _peak(profile: core.JobProfile, task_type: str) -> core.Demand:
     return core.Demand(max(a.vcores, b.vcores), max(a.memory_mb, b.memory_mb))
 
 
+def _container(job: PhaseJob, task_type: str) -> core.Demand:
+    if job.containers is None:
+        return _peak(job.profile, task_type)
+    return job.containers[0] if task_type == "map" else job.containers[1]
+
+
 def _length(profile: core.JobProfile, task_type: str) -> float:
     a, b = (profile.map, profile.merge) if task_type == "map" else (profile.shuffle, profile.reduce)
     return a.duration_s + b.duration_s
@@ -116,6 +134,8 @@ def simulate(
         raise ValueError(f"model must be one of {', '.join(MODELS)}")
     p = params or core.PrismParams()
     state = {j.id: _Job(j) for j in jobs}
+    if len(state) != len(jobs):
+        raise ValueError("job ids must be unique")
     cluster = [_Node(f"n{k}", node_capacity, node_capacity) for k in range(nodes)]
     # (time, seq, kind, payload): kind 0 = a phase (or task) ends, 1 = a job arrives
     events: list[tuple[float, int, int, tuple[Any, ...]]] = []
@@ -188,7 +208,7 @@ def simulate(
                     if chosen is None:
                         break
                     job, task_type = chosen
-                    demand = _peak(job.spec.profile, task_type)
+                    demand = _container(job.spec, task_type)
                     _launch(job, task_type)
                     node.free = node.free.minus(demand)
                     job.usage = job.usage.plus(demand)
@@ -288,3 +308,52 @@ def synthetic_jobs(count: int, seed: int, *, mean_gap_s: float = 20.0) -> list[P
         maps = rnd.choice((4, 8, 16, 32))
         out.append(PhaseJob(f"j{k:04d}", round(t, 3), maps, max(1, maps // 4), profile))
     return out
+
+
+def recorded_jobs(jobs: Sequence[MapReduceJob]) -> list[PhaseJob]:
+    """The stored MapReduce jobs as phase jobs, oldest first (module docstring); jobs without a
+    submission time or a completed task are left out."""
+    usable = [
+        j for j in jobs if j.submit_ms is not None and j.maps_completed + j.reduces_completed > 0
+    ]
+    usable.sort(key=lambda j: (j.submit_ms or 0, j.job_id))
+    first = min((j.submit_ms or 0 for j in usable), default=0)
+    out: list[PhaseJob] = []
+    for j in usable:
+        m, r = task_use(j, MAP), task_use(j, REDUCE)
+        map_phase = core.PhaseProfile(m.vcores, m.memory_mb, j.avg_map_ms / 1000)
+        reduce_use = (r.vcores, r.memory_mb)
+        profile = core.JobProfile(
+            map=map_phase,
+            merge=core.PhaseProfile(m.vcores, m.memory_mb, 0.0),
+            shuffle=core.PhaseProfile(*reduce_use, j.avg_shuffle_ms / 1000),
+            reduce=core.PhaseProfile(*reduce_use, (j.avg_merge_ms + j.avg_reduce_ms) / 1000),
+        )
+        containers = (
+            core.Demand(m.container_vcores, m.container_mb),
+            core.Demand(r.container_vcores, r.container_mb),
+        )
+        out.append(
+            PhaseJob(
+                j.job_id,
+                ((j.submit_ms or 0) - first) / 1000,
+                j.maps_completed,
+                j.reduces_completed,
+                profile,
+                containers,
+            )
+        )
+    return out
+
+
+def check_fits(jobs: Sequence[PhaseJob], node: core.Demand) -> None:
+    """``ValueError`` naming the first job whose container does not fit on one node."""
+    for j in jobs:
+        for task_type in ("map", "reduce"):
+            c = _container(j, task_type)
+            if c.vcores > node.vcores + _SLACK or c.memory_mb > node.memory_mb + _SLACK:
+                raise ValueError(
+                    f"job {j.id}: its {task_type} container ({c.vcores:g} vcores, "
+                    f"{c.memory_mb:g} MB) does not fit a node ({node.vcores:g} vcores, "
+                    f"{node.memory_mb:g} MB)"
+                )

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from app.db import history_repo, repo
 from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
 from app.db.session import transaction
-from app.domain.history import MapReduceJob
+from app.domain.history import MAP, REDUCE, MapReduceJob, task_use
 from app.services.history import HistoryCollector
 from app.services.policy_inputs import load_inputs
 from app.yarn.errors import RMUnavailable
@@ -184,3 +184,22 @@ async def test_task_rows_are_bounded_per_job_and_phases_use_every_task(
     row, tasks = stored
     assert len(tasks) == 2
     assert (row.map_phase_ms, row.map_peak_vcores) == (5327, 3.0)  # from all four tasks
+
+
+async def test_stored_jobs_read_back_what_phases_and_task_use_need(db: Db) -> None:
+    job = await _wordcount()
+    cid = _setup(db, [_mr("application_1_0001"), _mr("application_1_0002")])
+    later = dataclasses.replace(job, job_id="job_1_0002", submit_ms=(job.submit_ms or 0) + 5000)
+    with transaction(db.sessions) as s:
+        history_repo.store_job(s, "application_1_0002", later, 16.0, 10)
+        history_repo.store_job(s, "application_1_0001", job, 16.0, 10)
+    with db.sessions() as s:
+        stored = history_repo.stored_jobs(s, cid, limit=10)
+        newest = history_repo.stored_jobs(s, cid, limit=1)
+    assert [j.job_id for j in stored] == [job.job_id, "job_1_0002"]  # oldest first
+    assert [j.job_id for j in newest] == ["job_1_0002"]
+    back = stored[0]
+    assert (back.maps_completed, back.reduces_completed) == (job.maps_completed, 1)
+    assert (back.avg_map_ms, back.avg_shuffle_ms) == (job.avg_map_ms, job.avg_shuffle_ms)
+    assert task_use(back, MAP) == task_use(job, MAP)
+    assert task_use(back, REDUCE) == task_use(job, REDUCE)

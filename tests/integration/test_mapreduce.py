@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.cli import main
 from app.yarn import workload
 from app.yarn.client import RMClient
 from tests.integration.conftest import YarnCluster, started_cluster
@@ -135,7 +136,10 @@ async def _wait_history(
 
 
 async def test_real_mapreduce_history_profiles_and_fawkes_inputs(
-    mr_cluster: YarnCluster, tmp_path: Path
+    mr_cluster: YarnCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     text = tmp_path / "in" / "words.txt"
     text.parent.mkdir()
@@ -209,6 +213,13 @@ async def test_real_mapreduce_history_profiles_and_fawkes_inputs(
         # Fawkes DD weighed etl by those bytes: its weight is above adhoc's, which had none
         weights = seen["waiting"][-1]["outputs"]["policy"]["details"]["weights"]
         assert weights["root.etl"] > weights.get("root.adhoc", 0.0)
+    # PRISM's simulator replays the five recorded jobs against task-level containers
+    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("YARN_SIDECAR_CLUSTER_NAME", settings.cluster_name)
+    capsys.readouterr()
+    assert main(["simulate", "phases", "--from-db", "--nodes", "2"]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[-1].split()
+    assert row[0] == "db" and int(row[2]) == 5, row
 
 
 LABEL_QUEUE = """<sched-conf><update-queue><queue-name>root.deadline</queue-name><params>

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.domain.history import (
+    MAP,
+    REDUCE,
     Counter,
     MapReduceJob,
     TaskRun,
@@ -15,6 +17,7 @@ from app.domain.history import (
     max_concurrent,
     phases,
     summarise,
+    task_use,
 )
 from tests.unit.yarn.test_jobhistory import SLEEP, WORDCOUNT, client
 
@@ -35,6 +38,42 @@ async def test_wordcount_phases_and_counters() -> None:
     assert (s.cpu_ms, s.vcore_ms) == (2060, 14479 + 2081)
     # three maps at once of 1 vcore each (VCORES_MILLIS_MAPS == MILLIS_MAPS), one reduce
     assert (s.map_peak_vcores, s.reduce_peak_vcores) == (3.0, 1.0)
+
+
+async def test_wordcount_task_use_and_containers_from_the_counters() -> None:
+    job = await _job(WORDCOUNT)
+    m, r = task_use(job, MAP), task_use(job, REDUCE)
+    # containers: VCORES_MILLIS / MILLIS = 1 vcore, MB_MILLIS / MILLIS = 14826496 / 14479 MB
+    assert (m.container_vcores, m.container_mb) == (1.0, 1024.0)
+    assert (r.container_vcores, r.container_mb) == (1.0, 1024.0)
+    # use: CPU ms over task ms, physical memory over the tasks (3 maps, 1 reduce)
+    assert m.vcores == pytest.approx(1770 / 14479)
+    assert m.memory_mb == pytest.approx(857268224 / 3 / 2**20)
+    assert r.vcores == pytest.approx(290 / 2081)
+    assert r.memory_mb == pytest.approx(155344896 / 2**20)
+
+
+def test_task_use_is_capped_at_the_container_and_defaults_without_counters() -> None:
+    jc, tc = "org.apache.hadoop.mapreduce.JobCounter", "org.apache.hadoop.mapreduce.TaskCounter"
+    counters = {
+        jc: {
+            "MILLIS_MAPS": Counter(1000),
+            "VCORES_MILLIS_MAPS": Counter(2000),
+            "MB_MILLIS_MAPS": Counter(512_000),
+        },
+        tc: {
+            "CPU_MILLISECONDS": Counter(5000, 5000, 0),
+            "PHYSICAL_MEMORY_BYTES": Counter(2**30, 2**30, 0),
+        },
+    }
+    job = MapReduceJob("job_1", "n", "q", "u", "SUCCEEDED", 0, 0, 1, 1, 1, 0, 0, counters=counters)
+    # 5 CPU-seconds in 1 s of task time on a 2-vcore, 512 MB container: use capped at both
+    m = task_use(job, MAP)
+    assert (m.vcores, m.memory_mb) == (2.0, 512.0)
+    assert (m.container_vcores, m.container_mb) == (2.0, 512.0)
+    # no reduce counters: MapReduce's default container, used in full
+    r = task_use(job, REDUCE)
+    assert (r.vcores, r.memory_mb, r.container_vcores, r.container_mb) == (1.0, 1024.0, 1.0, 1024.0)
 
 
 async def test_sleep_job_has_no_input_format_counter_and_reads_nothing() -> None:

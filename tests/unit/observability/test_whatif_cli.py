@@ -50,3 +50,36 @@ def test_from_db_errors_name_the_option(
     assert "policy: justice needs a deadline per job" in capsys.readouterr().err
     assert main(["simulate", "--since", "7d", "--policy", "fair", "--trace", "synthetic"]) == 2
     assert "--since needs --from-db" in capsys.readouterr().err
+
+
+async def test_phases_from_db_runs_both_models_on_the_stored_mapreduce_jobs(
+    db: Db, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+
+    from app.db import history_repo, repo
+    from app.db.session import transaction
+    from tests.db.test_history_repo import _mr, _wordcount
+
+    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", db.url)
+    monkeypatch.setenv("YARN_SIDECAR_CLUSTER_NAME", "test")
+    assert main(["simulate", "phases", "--from-db"]) == 2
+    assert "no MapReduce job history" in capsys.readouterr().err
+    job = await _wordcount()
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
+        apps = [_mr(f"application_1_000{i}") for i in (1, 2)]
+        repo.upsert_apps(s, cid, apps, now_ms=1)  # type: ignore[arg-type]
+        for i in (1, 2):
+            copy = dataclasses.replace(
+                job, job_id=f"job_1_000{i}", submit_ms=(job.submit_ms or 0) + 2000 * i
+            )
+            history_repo.store_job(s, f"application_1_000{i}", copy, 8.0, 10)
+    assert main(["simulate", "phases", "--from-db", "--nodes", "1"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()
+    assert header.split()[:3] == ["gap_s", "seed", "jobs"]
+    label, _, jobs, task_mean, prism_mean, *_ = row.split()
+    assert (label, jobs) == ("db", "2") and float(task_mean) > 0 and float(prism_mean) > 0
+    # a node smaller than the recorded 1024 MB containers is refused, naming the job
+    assert main(["simulate", "phases", "--from-db", "--node-mb", "512"]) == 2
+    assert "map container (1 vcores, 1024 MB) does not fit" in capsys.readouterr().err
