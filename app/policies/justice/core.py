@@ -69,6 +69,9 @@ def _require(ok: bool, field: str, message: str) -> None:
 
 
 def _finite(value: float) -> bool:
+    kind = type(value)
+    if kind is float or kind is int:  # the common case, without the isinstance checks
+        return math.isfinite(value)
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -90,13 +93,15 @@ class Job:
     submitted_s: float
 
     def __post_init__(self) -> None:
-        _require(self.tasks >= 1, f"jobs.{self.id}.tasks", f"must be >= 1, got {self.tasks}")
-        _require(
-            _finite(self.deadline_s) and self.deadline_s > 0,
-            f"jobs.{self.id}.deadline_s",
-            f"must be a finite number > 0, got {self.deadline_s}",
-        )
-        _require(_finite(self.submitted_s), f"jobs.{self.id}.submitted_s", "must be finite")
+        # Messages are built only on failure: a round builds one Job per waiting job.
+        if self.tasks < 1:
+            raise PolicyError(f"jobs.{self.id}.tasks", f"must be >= 1, got {self.tasks}")
+        if not (_finite(self.deadline_s) and self.deadline_s > 0):
+            raise PolicyError(
+                f"jobs.{self.id}.deadline_s", f"must be a finite number > 0, got {self.deadline_s}"
+            )
+        if not _finite(self.submitted_s):
+            raise PolicyError(f"jobs.{self.id}.submitted_s", "must be finite")
 
 
 @dataclass(frozen=True, slots=True)
