@@ -98,22 +98,28 @@ def _history(db: Db) -> None:
             [(f"etl-2024-01-0{d}", 400.0) for d in (1, 2, 3)]
             + [(f"report-{d}", 50.0) for d in (1, 2, 3)]
         ):
-            app_id = f"application_1_{i:04d}"
-            s.add(
+            _learned(
+                s,
                 Application(
-                    app_id=app_id, cluster_id=cluster.id, user="al", queue="root.deadline",
-                    name=name, app_type="MAPREDUCE", tags=",", state="FINISHED",
-                    final_status="SUCCEEDED", elapsed_ms=100_000, vcore_seconds=int(work),
-                    first_seen_ms=0, updated_ms=0,
-                )
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
+                    queue="root.deadline", name=name, app_type="MAPREDUCE", tags=",",
+                    state="FINISHED", final_status="SUCCEEDED", elapsed_ms=100_000,
+                    vcore_seconds=int(work), first_seen_ms=0, updated_ms=0,
+                ),
+                i, tasks=4, deadline_s=100.0,
             )  # fmt: skip
-            s.flush()
-            s.add(
-                EstimatorObservation(
-                    app_id=app_id, source="tagged", observed_ms=1000 + i, learned=True,
-                    tasks=4, deadline_s=100.0, comp_time=work, cpus=4, success=True,
-                )
-            )  # fmt: skip
+
+
+def _learned(s: Any, app: Application, i: int, *, tasks: int, deadline_s: float) -> None:
+    """A finished app and the learning pass's observation of it (the app's whole work)."""
+    s.add(app)
+    s.flush()
+    s.add(
+        EstimatorObservation(
+            app_id=app.app_id, source="tagged", observed_ms=1000 + i, learned=True, tasks=tasks,
+            deadline_s=deadline_s, comp_time=float(app.vcore_seconds), cpus=tasks, success=True,
+        )
+    )  # fmt: skip
 
 
 async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -> None:
@@ -199,22 +205,16 @@ async def test_plain_jobs_whose_am_waited_do_not_make_a_later_job_look_infeasibl
         s.add(cluster)
         s.flush()
         for i in range(3):
-            app_id = f"application_1_{i:04d}"
-            s.add(
+            _learned(
+                s,
                 Application(
-                    app_id=app_id, cluster_id=cluster.id, user="al", queue="deadline",
-                    name=f"burst-{i}", app_type="YARN", tags=",", state="FINISHED",
-                    final_status="SUCCEEDED", started_ms=0, launched_ms=1_000,
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
+                    queue="deadline", name=f"burst-{i}", app_type="YARN", tags=",",
+                    state="FINISHED", final_status="SUCCEEDED", started_ms=0, launched_ms=1_000,
                     finished_ms=101_000, elapsed_ms=101_000, vcore_seconds=116,
                     first_seen_ms=0, updated_ms=0,
-                )
-            )  # fmt: skip
-            s.flush()
-            s.add(
-                EstimatorObservation(
-                    app_id=app_id, source="tagged", observed_ms=1000 + i, learned=True,
-                    tasks=2, deadline_s=30.0, comp_time=116.0, cpus=2, success=False,
-                )
+                ),
+                i, tasks=2, deadline_s=30.0,
             )  # fmt: skip
     async with _client(db) as client:
         sigs = (await client.get("/estimator")).json()["signatures"]
