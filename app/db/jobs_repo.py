@@ -154,18 +154,24 @@ def jobs_in(
     return list(session.scalars(stmt.order_by(Job.submitted_ms, Job.id).limit(limit)))
 
 
+_ADMISSION_COLUMNS = (
+    Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms, Job.granted_cpus,
+)  # fmt: skip
+
+
 def admission_inputs(
-    session: Session,
+    session: Session, queued_ids: Sequence[str] | None = None
 ) -> tuple[list[justice.Job], list[justice.RunningJob]]:
-    """Queued jobs and CPU-holding jobs (admitted, submitting, submitted) in one query."""
+    """Queued jobs and CPU-holding jobs (admitted, submitting, submitted) in one query; with
+    ``queued_ids``, of the queued jobs only those (an incremental round's new submissions)."""
+    queued = Job.state == QUEUED
+    if queued_ids is not None:
+        queued = queued & Job.id.in_(list(queued_ids))
     stmt = (
-        select(
-            Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms,
-            Job.granted_cpus,
-        )
-        .where(Job.state.in_([QUEUED, *HOLDING_STATES]))
+        select(*_ADMISSION_COLUMNS)
+        .where(or_(queued, Job.state.in_(list(HOLDING_STATES))))
         .order_by(Job.submitted_ms, Job.id)
-    )  # fmt: skip
+    )
     waiting: list[justice.Job] = []
     running: list[justice.RunningJob] = []
     for job_id, state, tasks, deadline_s, submitted_ms, cpus in session.execute(stmt):
@@ -176,6 +182,11 @@ def admission_inputs(
                 justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
             )
     return waiting, running
+
+
+def count_queued(session: Session) -> int:
+    """Jobs waiting for admission."""
+    return int(session.scalar(select(func.count()).where(Job.state == QUEUED)) or 0)
 
 
 def transition(

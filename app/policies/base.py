@@ -182,11 +182,17 @@ class AdmissionPolicy(Protocol):
 
     ``estimator_source`` says where the live sidecar keeps the estimator: ``"state"`` (one
     persisted estimator row, updated by ``learn``) or ``"history"`` (rebuilt from every learned
-    observation). ``booked`` is what the running jobs hold, so free = capacity - booked."""
+    observation). ``booked`` is what the running jobs hold, so free = capacity - booked.
+
+    ``monotone``: a waiting job that did not fit cannot fit later while the estimator and the
+    capacity stay the same and the free vcores do not grow (its request only grows as its
+    deadline nears), so a round on new submissions alone decides them exactly as a round over
+    every waiting job would (``app.jobs.rounds``)."""
 
     name: str
     params: Mapping[str, Any]
     estimator_source: str
+    monotone: bool
 
     def booked(self, running: Sequence[Any]) -> int: ...
 

@@ -223,3 +223,32 @@ async def test_500_concurrent_submissions_lose_and_duplicate_nothing(
     assert stored == answered and len(stored) == 450
     assert undecided == 0
     assert granted == 8  # two 4-vcore jobs: admission never over-commits under concurrency
+
+
+async def test_a_submission_round_decides_the_new_jobs_alone_until_capacity_frees(
+    api: API,
+) -> None:
+    client, fastapi_app = api
+    service = fastapi_app.state.sidecar.admission
+
+    def numbers(job: dict[str, Any]) -> dict[str, Any]:
+        return dict(job["decision"]["numbers"])
+
+    first = (await client.post("/jobs", json=body(name="a", requested_tasks=6))).json()
+    assert first["state"] == "admitted" and "evaluated" not in numbers(first)  # no mark yet
+    # 2 of 8 free: the 4-task job waits; this round ranked it alone
+    late = (await client.post("/jobs", json=body(name="b", deadline=1))).json()
+    assert late["state"] == "queued" and numbers(late)["evaluated"] == 1
+    await asyncio.sleep(1.2)  # b's deadline passes while it waits
+    small = (await client.post("/jobs", json=body(name="c", requested_tasks=2))).json()
+    # the new job alone, against the running ones: admitted on the 2 free, as a round over
+    # every waiting job would; b, now past its deadline, is left to the next full round
+    assert small["state"] == "admitted" and small["granted_cpus"] == 2
+    assert (numbers(small)["evaluated"], numbers(small)["waiting"]) == (1, 2)
+    assert (await client.get(f"/jobs/{late['id']}")).json()["state"] == "queued"
+    await asyncio.to_thread(service._round, service.clock(), "tick")
+    assert (await client.get(f"/jobs/{late['id']}")).json()["state"] == "dropped"
+    # a cancel frees 6: the next submission round ranks every waiting job again
+    assert (await client.delete(f"/jobs/{first['id']}")).status_code == 200
+    after = (await client.post("/jobs", json=body(name="d"))).json()
+    assert after["state"] == "admitted" and "evaluated" not in numbers(after)

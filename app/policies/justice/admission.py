@@ -19,6 +19,9 @@ class JusticeAdmission:
     """One variant (``justice`` or ``pythia``) with validated parameters."""
 
     estimator_source = "state"
+    # reqCpus = ceil(fraction * deadline / TTD * min(tasks, capacity)) only grows as TTD shrinks,
+    # and CREATE_OFFERS admits whole requests only: see ``AdmissionPolicy.monotone``.
+    monotone = True
 
     def __init__(self, params: core.JusticeParams) -> None:
         self.justice = params

@@ -21,6 +21,9 @@ class PromiseAdmission:
 
     name = "promise"
     estimator_source = "history"
+    # Its estimates change with every learned run and its crowd-out test with the arrival
+    # rate: a waiting job may start with no vcores freed.
+    monotone = False
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.params: Mapping[str, Any] = dict(values)

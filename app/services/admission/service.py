@@ -18,6 +18,7 @@ from app.domain.model import FINAL_APP_STATES
 from app.jobs.rounds import (
     AdmissionConfig,
     LearnResult,
+    RoundMark,
     RoundResult,
     admission_round,
     learn_pass,
@@ -79,6 +80,9 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         self._kicked: asyncio.Task[None] | None = None
         self._kick_again = False
         self.last_round: RoundResult | None = None
+        # The mark of this process's last committed round (``rounds.RoundMark``): what a
+        # submission round may rely on to decide only the new jobs. Set after each commit.
+        self._mark: RoundMark | None = None
         self.last_learn: LearnResult | None = None
 
     @property
@@ -138,13 +142,18 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     return _replayed(session, existing, new)
             job = jobs_repo.add_job(session, job_row(new, now_ms))
             cfg = self.current_cfg(session)
-            result = admission_round(session, cfg, now_ms, "submission", requester=job.id)
+            result = admission_round(
+                session, cfg, now_ms, "submission", requester=job.id, since=self._mark
+            )
             session.refresh(job)
             self.last_round = result
-            return Submitted(job, result.requester_decision, True)
+            submitted = Submitted(job, result.requester_decision, True)
+        self._mark = result.mark
+        return submitted
 
     def _create_many(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
         out: list[Submitted | BaseException | None] = [None] * len(items)
+        result: RoundResult | None = None
         with transaction(self.sessions) as session:
             created: list[tuple[int, Job]] = []
             replays: list[tuple[int, Job, NewJob]] = []
@@ -169,6 +178,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     round_ms,
                     "submission",
                     requesters=[job.id for _, job in created],
+                    since=self._mark,
                 )
                 self.last_round = result
                 for i, job in created:
@@ -179,6 +189,8 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     out[i] = _replayed(session, job, new)
                 except JobRejected as exc:
                     out[i] = exc
+        if result is not None:
+            self._mark = result.mark
         return [o for o in out if o is not None]
 
     def _replay(self, new: NewJob) -> Submitted | None:
@@ -254,8 +266,11 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             return learn_pass(session, self.current_cfg(session), now_ms)
 
     def _round(self, now_ms: int, trigger: str) -> RoundResult:
-        with self._db_lock, transaction(self.sessions) as session:
-            return admission_round(session, self.current_cfg(session), now_ms, trigger)
+        with self._db_lock:
+            with transaction(self.sessions) as session:
+                result = admission_round(session, self.current_cfg(session), now_ms, trigger)
+            self._mark = result.mark
+            return result
 
     async def act(self) -> None:
         """Kill, submit and set timeouts for every job that needs it.
