@@ -49,6 +49,7 @@ from app.services.admission import build_admission_service
 from app.services.controller import Controller
 from app.services.history import HistoryCollector
 from app.services.leader import Leadership
+from app.services.placement import ObservedPlacement
 from app.services.poller import Poller
 from app.services.retention import RetentionService
 from app.services.runtime import Runtime
@@ -155,6 +156,18 @@ def create_app(
                 settings, client, state.sessions, eager=run_loops
             )
             controller = state.controller
+            placement: list[ObservedPlacement] = []
+            if settings.placement_queue:
+                placement.append(
+                    ObservedPlacement(
+                        client,
+                        state.sessions,
+                        cluster_name=settings.cluster_name,
+                        target_queue=settings.placement_queue,
+                        interval_s=settings.poll_interval_s,
+                        mode=lambda: controller.current(controller.clock()).cfg.mode,
+                    )
+                )
 
             def policy_info() -> tuple[str, str]:
                 cfg = controller.current(controller.clock()).cfg
@@ -192,7 +205,14 @@ def create_app(
                     batch=settings.retention_batch,
                 )
                 runtime = Runtime(
-                    [state.poller, *collector, state.controller, state.admission, pruner],
+                    [
+                        state.poller,
+                        *collector,
+                        state.controller,
+                        *placement,
+                        state.admission,
+                        pruner,
+                    ],
                     state.leadership,
                 )
                 runtime.start()

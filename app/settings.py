@@ -46,6 +46,10 @@ def default_data_dir() -> Path:
     return Path(base) / "yarn-sidecar"
 
 
+# A CapacityScheduler queue path (``root.fast``), or empty.
+_QUEUE_PATH_OR_EMPTY = r"^([A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*)?$"
+
+
 class SettingsError(ValueError):
     """Settings could not be loaded; the message names every offending setting."""
 
@@ -72,6 +76,9 @@ class Settings(BaseSettings):
     # HybridMR placement of deadline jobs: the node label of the dedicated partition a job goes
     # to when the shared partition would miss its deadline by its profile; empty: off.
     placement_label: str = Field("", max_length=200, pattern=r"^[A-Za-z0-9_\-.]*$")
+    # The queue whose default-node-label-expression is the labelled partition: observed jobs
+    # that HybridMR would place there are moved into it (empty: observed jobs are not moved).
+    placement_queue: str = Field("", max_length=500, pattern=_QUEUE_PATH_OR_EMPTY)
 
     # db
     cluster_name: str = Field("default", min_length=1, max_length=100)

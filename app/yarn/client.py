@@ -318,6 +318,15 @@ class RMClient(PooledClient):
         body = {"timeout": {"type": "LIFETIME", "expiryTime": format_expiry(expiry_ms)}}
         await self._request("PUT", f"/apps/{_seg(app_id)}/timeout", json_body=body, as_user=True)
 
+    async def move_application(self, app_id: str, queue: str) -> str:
+        """``PUT /apps/{id}/queue``: move an application to ``queue``; returns the queue the RM
+        reports. Idempotent: moving an app to the queue it is in is a plain 200."""
+        resp = await self._request(
+            "PUT", f"/apps/{_seg(app_id)}/queue", json_body={"queue": queue}, as_user=True
+        )
+        body = resp.json() if resp.content else {}
+        return str(body.get("queue", queue)) if isinstance(body, dict) else queue
+
     async def update_scheduler_conf(self, update: SchedConfUpdate) -> str:
         """``PUT /scheduler-conf`` (XML, section 5.3); returns the RM's success text.
 

@@ -295,3 +295,76 @@ async def test_a_job_the_shared_partition_would_make_late_runs_on_the_labelled_n
         # and the history learnt it: one run of the signature on each partition
         assert (profile["partitions"], profile["runs"]) == ({"virtual": 1, "native": 1}, 2)
         assert profile["slowdown"] is not None and profile["slowdown"] > 0
+
+
+FAST_QUEUE = """<sched-conf><update-queue><queue-name>root.deadline</queue-name><params>
+<entry><key>accessible-node-labels</key><value>fast</value></entry>
+<entry><key>accessible-node-labels.fast.capacity</key><value>100</value></entry>
+<entry><key>default-node-label-expression</key><value>fast</value></entry>
+</params></update-queue></sched-conf>"""
+
+
+def _slow_sleepjob(
+    cluster: YarnCluster, tags: str, maps: int, map_ms: int
+) -> subprocess.Popen[bytes]:
+    return mr_job(
+        cluster,
+        "org.apache.hadoop.mapreduce.SleepJob",
+        [f"-Dmapreduce.job.tags={tags}", "-Dmapreduce.job.queuename=etl",
+         "-m", str(maps), "-r", "1", "-mt", str(map_ms), "-rt", "1000"],
+    )  # fmt: skip
+
+
+async def test_an_observed_job_the_shared_partition_would_make_late_is_moved_to_the_fast_queue(
+    mr_cluster: YarnCluster, tmp_path: Path
+) -> None:
+    """A SleepJob submitted straight to YARN with a ``deadline:`` tag its signature's shared
+    run time would miss is moved into root.deadline, whose default node label is ``fast``: its
+    task containers run on the labelled node."""
+    rm = mr_cluster.rm_url
+    async with httpx.AsyncClient(base_url=rm, timeout=30) as http:
+        put = await http.put(
+            "/ws/v1/cluster/scheduler-conf",
+            params={"user.name": "yarn-sidecar"},
+            content=FAST_QUEUE,
+            headers={"Content-Type": "application/xml"},
+        )
+        assert put.status_code == 200, put.text
+        nodes = (await http.get("/ws/v1/cluster/nodes")).json()["nodes"]["node"]
+        fast = {n["nodeHTTPAddress"] for n in nodes if "fast" in (n.get("nodeLabels") or [])}
+        # history: one run of the signature on the shared partition (about 20 s)
+        _finish(_slow_sleepjob(mr_cluster, "profile:slow", 1, 12_000))
+        settings = settings_for(
+            mr_cluster, tmp_path, "observed", mode="enforce", placement_queue="root.deadline"
+        )
+        async with sidecar(settings) as client:
+            deadline = time.monotonic() + 60
+            while not [a for a in await _mr_apps(client) if a["state"] == "FINISHED"]:
+                assert time.monotonic() < deadline, "the history run was never polled"
+                await asyncio.sleep(1)
+            # the same job, due 10 s after it starts
+            due = int(time.time()) + 10
+            proc = _slow_sleepjob(mr_cluster, f"profile:slow,deadline:{due}", 2, 6_000)
+            ran_on: dict[str, str] = {}
+            until = time.monotonic() + 180
+            while proc.poll() is None and time.monotonic() < until:
+                for n in nodes:
+                    listed = (
+                        await http.get(f"http://{n['nodeHTTPAddress']}/ws/v1/node/containers")
+                    ).json()
+                    for c in (listed.get("containers") or {}).get("container") or []:
+                        ran_on.setdefault(c["id"], n["nodeHTTPAddress"])
+                await asyncio.sleep(0.5)
+            _finish(proc)
+            items = (await client.get("/decisions", params={"kind": "placement"})).json()
+            (placed,) = items["items"]
+            detail = (await client.get(f"/decisions/{placed['id']}")).json()
+    print("placement", detail, "containers", ran_on)
+    assert placed["status"] == "applied", detail
+    assert detail["inputs"]["estimate_s"] >= detail["inputs"]["desired_s"]
+    assert detail["outputs"]["queue"] == "root.deadline"
+    # its ApplicationMaster was placed at submission; the tasks asked for after the move run on
+    # the labelled node
+    mine = "container_" + detail["inputs"]["app_id"].removeprefix("application_") + "_"
+    tasks = {c: nm for c, nm in ran_on.items() if c.startswith(mine) and not c.endswith("_000001")}
+    assert any(nm in fast for nm in tasks.values()), ran_on

@@ -97,3 +97,11 @@ def test_placement_label_is_a_node_label_name() -> None:
     assert Settings(placement_label="fast-ssd.1").placement_label == "fast-ssd.1"
     with pytest.raises(ValueError, match="placement_label"):
         Settings(placement_label="fast && rm -rf")
+
+
+def test_placement_queue_is_a_queue_path_or_empty() -> None:
+    assert Settings(placement_queue="root.fast_lane").placement_queue == "root.fast_lane"
+    assert Settings().placement_queue == ""
+    for bad in ("root..fast", "root.fast.", "root fast", "root.$(id)"):
+        with pytest.raises(ValueError, match="placement_queue"):
+            Settings(placement_queue=bad)

@@ -18,8 +18,9 @@ from app.db.models import Decision
 
 router = APIRouter(tags=["decisions"])
 
-# What records decisions: the queue controller's ticks, policy changes, admission rounds.
-DECISION_KINDS = ("queue", "policy", "admission")
+# What records decisions: the queue controller's ticks, policy changes, admission rounds, and
+# HybridMR placement of observed jobs (``app/services/placement.py``).
+DECISION_KINDS = ("queue", "policy", "admission", "placement")
 
 
 def summary(row: Decision) -> DecisionSummary:

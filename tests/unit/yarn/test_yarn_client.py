@@ -387,6 +387,20 @@ async def test_set_timeout_body_uses_iso8601_with_colonless_offset() -> None:
     }
 
 
+async def test_move_application_puts_the_queue_as_the_user_and_returns_the_rms() -> None:
+    # Hadoop 3.5.0 answers the move with the full path of the queue the app is now in
+    client, rec, _ = make_client(lambda r: httpx.Response(200, json={"queue": "root.fast"}))
+    async with client:
+        assert await client.move_application("application_1_0001", "fast") == "root.fast"
+    request = rec.requests[0]
+    assert (request.method, request.url.path) == (
+        "PUT",
+        "/ws/v1/cluster/apps/application_1_0001/queue",
+    )
+    assert json.loads(request.content) == {"queue": "fast"}
+    assert "user.name" in request.url.params
+
+
 async def test_update_scheduler_conf_sends_xml_and_returns_rm_text() -> None:
     client, rec, _ = make_client(
         lambda r: httpx.Response(200, text="Configuration change successfully applied.\n")
