@@ -130,7 +130,7 @@ def test_an_unknown_filter_value_is_a_usage_error(
 ) -> None:
     code, _, err = _cli(capsys, "decisions", "list", "--kind", "nope")
     assert code == 2
-    assert "422: kind: must be one of queue, policy, admission, got 'nope'" in err
+    assert "422: kind: must be one of queue, policy, admission, placement, got 'nope'" in err
     code, _, err = _cli(capsys, "jobs", "list", "--state", "nope")
     assert code == 2 and "422: state: must be one of" in err
 
