@@ -228,21 +228,29 @@ LABEL_QUEUE = """<sched-conf><update-queue><queue-name>root.deadline</queue-name
 </params></update-queue></sched-conf>"""
 
 
+async def _label_deadline_queue(
+    http: httpx.AsyncClient, conf: str
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """Apply ``conf`` (root.deadline's label settings); the nodes and the labelled ones."""
+    put = await http.put(
+        "/ws/v1/cluster/scheduler-conf",
+        params={"user.name": "yarn-sidecar"},
+        content=conf,
+        headers={"Content-Type": "application/xml"},
+    )
+    assert put.status_code == 200, put.text
+    nodes: list[dict[str, Any]] = (await http.get("/ws/v1/cluster/nodes")).json()["nodes"]["node"]
+    fast = {n["nodeHTTPAddress"] for n in nodes if "fast" in (n.get("nodeLabels") or [])}
+    return nodes, fast
+
+
 async def test_a_job_the_shared_partition_would_make_late_runs_on_the_labelled_node(
     mr_cluster: YarnCluster, tmp_path: Path
 ) -> None:
     rm = mr_cluster.rm_url
     async with httpx.AsyncClient(base_url=rm, timeout=30) as http:
         # the operator lets root.deadline use the fast partition (CapacityScheduler label capacity)
-        put = await http.put(
-            "/ws/v1/cluster/scheduler-conf",
-            params={"user.name": "yarn-sidecar"},
-            content=LABEL_QUEUE,
-            headers={"Content-Type": "application/xml"},
-        )
-        assert put.status_code == 200, put.text
-        nodes = (await http.get("/ws/v1/cluster/nodes")).json()["nodes"]["node"]
-        fast = {n["nodeHTTPAddress"] for n in nodes if "fast" in (n.get("nodeLabels") or [])}
+        _, fast = await _label_deadline_queue(http, LABEL_QUEUE)
         assert len(fast) == 1
         # history: one run of the signature, straight to YARN (no sidecar), 20 s of work
         assert mr_cluster.cluster_json is not None
@@ -323,15 +331,7 @@ async def test_an_observed_job_the_shared_partition_would_make_late_is_moved_to_
     task containers run on the labelled node."""
     rm = mr_cluster.rm_url
     async with httpx.AsyncClient(base_url=rm, timeout=30) as http:
-        put = await http.put(
-            "/ws/v1/cluster/scheduler-conf",
-            params={"user.name": "yarn-sidecar"},
-            content=FAST_QUEUE,
-            headers={"Content-Type": "application/xml"},
-        )
-        assert put.status_code == 200, put.text
-        nodes = (await http.get("/ws/v1/cluster/nodes")).json()["nodes"]["node"]
-        fast = {n["nodeHTTPAddress"] for n in nodes if "fast" in (n.get("nodeLabels") or [])}
+        nodes, fast = await _label_deadline_queue(http, FAST_QUEUE)
         # history: one run of the signature on the shared partition (about 20 s)
         _finish(_slow_sleepjob(mr_cluster, "profile:slow", 1, 12_000))
         settings = settings_for(
