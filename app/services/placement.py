@@ -1,5 +1,5 @@
-"""HybridMR placement of observed jobs (seed 002, Algorithm 2): the deadline jobs users submit
-straight to YARN, which the sidecar can only move between queues.
+"""HybridMR placement of observed jobs (seed 001, section III, Algorithm 2): the deadline jobs
+users submit straight to YARN, which the sidecar can only move between queues.
 
 A job the sidecar submits is placed by its node-label expression at submission
 (``admission.submit``). A job it did not submit already has its label: the RM fixed it when the
@@ -15,9 +15,10 @@ signature's shared-partition run time (``profiles.place``: median of the runs of
 then user and type, queue, all) against the time from the app's start to its deadline. An app
 the shared partition would make late is moved (``PUT /apps/{id}/queue``) in ``enforce`` mode and
 only advised otherwise; every decision is recorded (kind ``placement``) with its numbers, and
-an app is decided once (the decided set is rebuilt from those records after a restart). The
-earlier the move, the more of the job's containers it places: an app seen only after its AM
-asked for every container gains nothing, which the record cannot tell.
+an app is decided once (the decided set is rebuilt from those records after a restart; an RM
+that cannot be reached leaves it undecided for the next tick). The earlier the move, the more of
+the job's containers it places: an app seen only after its AM asked for every container gains
+nothing, which the record cannot tell.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from app.domain.tags import JOB_TAG, DeadlineTags, parse_deadline_tags
 from app.policies.hybridmr import profiles
 from app.redact import redact_text
 from app.services.base import Clock, LoopService, wall_clock_ms
-from app.yarn.errors import RMError
+from app.yarn.errors import RMError, RMUnavailable
 
 KIND = "placement"
 POLICY = "hybridmr"
@@ -97,8 +98,8 @@ class ObservedPlacement(LoopService):
         self._decided: set[str] | None = None
 
     async def run_once(self, now_ms: int) -> None:
-        plans = await asyncio.to_thread(self.plan, now_ms)
-        mode = self.mode()
+        # ``mode`` reads the controller's configuration from the database: off the event loop
+        mode, plans = await asyncio.to_thread(lambda: (self.mode(), self.plan(now_ms)))
         for plan in plans:
             status, error = "decided", None
             if plan.moves and mode != "enforce":
@@ -107,6 +108,10 @@ class ObservedPlacement(LoopService):
                 try:
                     await self.rm.move_application(plan.app_id, self.target_queue)
                     status = "applied"
+                except RMUnavailable as exc:
+                    # temporary: the app stays undecided and is looked at again next tick
+                    self.log.warning("moving %s: RM unavailable: %s", plan.app_id, exc)
+                    continue
                 except RMError as exc:
                     status, error = "failed", redact_text(str(exc))[:MAX_ERROR_CHARS]
                     self.log.warning("moving %s failed: %s", plan.app_id, error)

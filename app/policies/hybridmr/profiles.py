@@ -1,7 +1,7 @@
 """HybridMR's Phase I profile database built from the cluster's own MapReduce history (seed
 ``001``, section III-A1): per job signature, the completed runs with their input size, cluster
 size and map / reduce / total times; Algorithm 1 (``core.estimate``) over them; the estimation
-error each signature has shown so far; PRISM's phase profile (seed ``004``, section 3: per phase
+error each signature has shown so far; PRISM's phase profile (seed ``003``, section 3: per phase
 duration and vcores, peak against mean) and the container-size advice that follows from it.
 
 Pure: the database layer (``app.db.history_repo``) hands in the runs. A run names its signature's

@@ -10,7 +10,7 @@ from app.db import repo
 from app.db.models import Decision
 from app.db.session import transaction
 from app.services.placement import ObservedPlacement
-from app.yarn.errors import RMError
+from app.yarn.errors import RMError, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app
 
@@ -24,11 +24,15 @@ HISTORY = [
 
 
 class FakeRM:
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, down: int = 0) -> None:
         self.moves: list[tuple[str, str]] = []
         self.fail = fail
+        self.down = down  # calls answered with RMUnavailable first
 
     async def move_application(self, app_id: str, queue: str) -> str:
+        if self.down:
+            self.down -= 1
+            raise RMUnavailable("connection refused")
         if self.fail:
             raise RMError(f"http://sidecar:s3cr3t@rm:8088: rejected: queue {queue} is full")
         self.moves.append((app_id, queue))
@@ -108,3 +112,14 @@ async def test_a_refused_move_is_recorded_without_the_secret(db: Db) -> None:
     record = _records(db)["application_1_0010"]
     assert record.status == "failed" and "queue root.fast is full" in record.reason
     assert "s3cr3t" not in record.reason
+
+
+async def test_an_unreachable_rm_leaves_the_app_for_the_next_tick(db: Db) -> None:
+    _setup(db, [_observed("application_1_0010", 50)])
+    rm = FakeRM(down=1)
+    service = _service(db, rm)
+    await service.run_once(NOW)
+    assert rm.moves == [] and _records(db) == {}
+    await service.run_once(NOW + 1000)
+    assert rm.moves == [("application_1_0010", "root.fast")]
+    assert _records(db)["application_1_0010"].status == "applied"
