@@ -25,6 +25,8 @@ from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, 
 from app.domain.model import AppRecord, Resources
 
 QUEUE_KIND = "queue"
+# Decisions of HybridMR placement of observed jobs (``app.services.placement``).
+PLACEMENT_KIND = "placement"
 # controller records that ran no policy (nothing to plot)
 SKIP_STATUSES = ("observe", "stale", "static", "rm_error", "policy_error")
 # Seconds; the poll-duration histogram's upper bounds (a healthy poll takes tens of ms).
@@ -99,6 +101,8 @@ class Snapshot:
     history_jobs: dict[str, int] = field(default_factory=dict)
     # The interference guard's maximum-capacity caps per queue (percent), empty when inactive.
     guard_caps: dict[str, float] = field(default_factory=dict)
+    # HybridMR placement of observed jobs by status (applied, advised, decided, failed).
+    placements_by_status: dict[str, int] = field(default_factory=dict)
 
 
 def latest_queue_decision(session: Session, cluster_id: int) -> Decision | None:
@@ -243,6 +247,9 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
     )
     snap.pushes_by_outcome = _grouped(
         session, ConfigPush.status, ConfigPush.cluster_id == cid, ConfigPush.status != "baseline"
+    )
+    snap.placements_by_status = _grouped(
+        session, Decision.status, Decision.cluster_id == cid, Decision.kind == PLACEMENT_KIND
     )
     _polls(session, cid, snap)
     snap.history_jobs = {

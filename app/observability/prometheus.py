@@ -280,6 +280,13 @@ def _history_metrics(snap: Snapshot) -> Iterable[Metric]:
     for queue, cap in sorted(snap.guard_caps.items()):
         caps.add_metric([queue], cap)
     yield caps
+    yield _counter(
+        "placement_decisions",
+        "HybridMR placement of observed jobs by status (applied: moved to the labelled queue, "
+        "advised, decided: stays, failed).",
+        ["status"],
+        snap.placements_by_status,
+    )
 
 
 def _poll_metrics(snap: Snapshot, now_s: float) -> Iterable[Metric]:

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import control_repo, history_repo, repo
 from app.db.models import Application, Decision
+from app.db.observe_repo import PLACEMENT_KIND
 from app.db.promise_history import app_keys
 from app.db.session import transaction
 from app.domain.tags import JOB_TAG, DeadlineTags, parse_deadline_tags
@@ -41,7 +42,7 @@ from app.redact import redact_text
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMError, RMUnavailable
 
-KIND = "placement"
+KIND = PLACEMENT_KIND
 POLICY = "hybridmr"
 CANDIDATE_STATES = ("ACCEPTED", "RUNNING")
 # Placement records read back at start-up to rebuild the decided set (newest first).

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from app.db import repo
+from app.db import observe_repo, repo
 from app.db.models import Decision
 from app.db.session import transaction
+from app.observability.prometheus import _history_metrics
 from app.services.placement import ObservedPlacement
 from app.yarn.errors import RMError, RMUnavailable
 from tests.conftest import Db
@@ -95,6 +96,11 @@ async def test_a_job_the_shared_partition_would_make_late_is_moved_once(db: Db) 
     # decided once: neither the same loop nor a restarted one decides or moves them again
     await _service(db, rm).run_once(NOW + 1000)
     assert rm.moves == [("application_1_0010", "root.fast")] and len(_records(db)) == 2
+    # /metrics counts them by status
+    with db.sessions() as s:
+        snap = observe_repo.snapshot(s, "test")
+    (family,) = [m for m in _history_metrics(snap) if m.name.endswith("placement_decisions")]
+    assert {x.labels["status"]: x.value for x in family.samples} == {"applied": 1, "decided": 1}
 
 
 async def test_advise_mode_records_the_move_without_making_it(db: Db) -> None:
