@@ -111,12 +111,16 @@ async def test_a_violated_slo_lowers_batch_maxima_step_by_step_and_recovery_rest
         await _watch(rm, lambda m: m == {q: 20.0 for q in BATCH}, seen, 90)
         probe.latency_ms = 50
         await _watch(rm, lambda m: m == before, seen, 90)
-        decisions = (await client.get("/decisions", params={"limit": 100})).json()["items"]
-        details = [
-            (await client.get(f"/decisions/{d['id']}")).json()
-            for d in decisions
-            if d["kind"] == "queue" and d["status"] == "pushed"
-        ]
+        # the RM shows the last step as soon as it is applied; its decision is recorded as
+        # pushed once the controller has read it back
+        deadline = time.monotonic() + 30
+        while True:
+            decisions = (await client.get("/decisions", params={"limit": 100})).json()["items"]
+            pushed = [d for d in decisions if d["kind"] == "queue" and d["status"] == "pushed"]
+            if len(pushed) >= 4 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        details = [(await client.get(f"/decisions/{d['id']}")).json() for d in pushed]
     etl = [m["root.etl"] for m in seen]
     # step by step both ways, never past the capacity
     assert etl == [100.0, 60.0, 20.0, 60.0, 100.0], seen
