@@ -8,6 +8,10 @@ The only module that speaks HTTP to the RM. It owns three concerns and keeps the
   ``Refresh`` header / "There is no active RM right now." when it knows no active RM. On
   ``/info`` it answers 200 with ``haState`` ``STANDBY``. Redirects are never followed blindly:
   the ``Location`` only reorders the configured RMs, so we never talk to an unconfigured host.
+  Not every standby redirects (both RMs of a ``MiniYARNCluster`` answer for themselves, and a
+  standby then even accepts a scheduler-configuration PUT into the shared store), so with more
+  than one RM configured an RM is used only once its ``/info`` said ``ACTIVE``: reads go to the
+  RM so confirmed, and every write asks ``/info`` first, since a write a standby takes is lost.
 * **Retries.** Temporary failures (refused or timed-out connections, 5xx, standby everywhere) are
   retried in rounds over all RMs with exponential backoff ``backoff_s * 2**k``; 4xx never is.
 * **Error mapping.** httpx exceptions and HTTP statuses become ``app.yarn.errors`` at this edge.
@@ -149,6 +153,8 @@ class RMClient(PooledClient):
         self.failovers = 0
         self._answered = False  # the first active RM found is not a failover
         self._active = 0
+        # The RM whose ``/info`` last said ACTIVE (HA only): reads trust it until it fails.
+        self._confirmed: int | None = None
         # trust_env=False: the RM is an intra-cluster peer; an inherited HTTP_PROXY would only
         # reroute or break these calls. The connect timeout is capped so that a dead RM host
         # (dropped SYNs) delays failover to its HA peer by seconds, not by the read timeout.
@@ -480,8 +486,13 @@ class RMClient(PooledClient):
         while order:
             index = order.pop(0)
             try:
+                if self._must_confirm(index, request, retry):
+                    await self._send_once(index, _ACTIVE_PROBE)
+                    self._confirmed = index
                 resp = await self._send_once(index, request)
             except _Temporary as exc:
+                if self._confirmed == index:
+                    self._confirmed = None
                 failures.append(exc.reason)
                 if exc.sent and retry is _Retry.UNSENT_ONLY:
                     raise RMUnavailable(
@@ -493,8 +504,17 @@ class RMClient(PooledClient):
             if index != self._active and self._answered:
                 self._failed_over(self._active, index)
             self._active, self._answered = index, True
+            if request.path == _ACTIVE_PROBE.path:
+                self._confirmed = index
             return resp
         return None
+
+    def _must_confirm(self, index: int, request: _Send, retry: _Retry) -> bool:
+        """Ask ``/info`` first: HA, and a write, or a read from an RM not confirmed active."""
+        if len(self._urls) == 1 or request.path == _ACTIVE_PROBE.path:
+            return False
+        write = request.method != "GET" or retry is _Retry.UNSENT_ONLY
+        return write or self._confirmed != index
 
     def _failed_over(self, before: int, after: int) -> None:
         self._active = after
@@ -581,6 +601,10 @@ class _Send:
     content_type: str | None
     standby: StandbyProbe
     prefix: str = API_PREFIX
+
+
+# Whether an RM is the active one: a standby answers ``/info`` itself, with ``haState``.
+_ACTIVE_PROBE = _Send("GET", "/info", {}, None, None, None, lambda r: _info_is_standby(r))
 
 
 @dataclass(frozen=True, slots=True)

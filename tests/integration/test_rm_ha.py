@@ -120,9 +120,11 @@ def test_the_sidecar_follows_a_failover_and_loses_or_repeats_nothing(
     active = first if _ha_state(first) == "ACTIVE" else second
     standby = second if active == first else first
     initial = _capacities(active)
+    # The standby is listed first: its RM (a MiniYARNCluster's) serves every path itself, without
+    # the redirect a production standby sends, and would take a push the active never sees.
     sidecar = Sidecar(
         tmp_path / "sidecar.db",
-        f"{first},{second}",
+        f"{standby},{active}",
         tmp_path / "sidecar.log",
         deadline_capacity_vcores="8",
         dshell_harness=str(ha.workdir / "cluster.json"),

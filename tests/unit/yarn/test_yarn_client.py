@@ -59,6 +59,11 @@ class Recorder:
     def hosts(self) -> list[str]:
         return [r.url.host for r in self.requests]
 
+    @property
+    def calls(self) -> list[str]:
+        """``host METHOD last-path-segment``, e.g. ``rm2 GET info``."""
+        return [f"{r.url.host} {r.method} {r.url.path.rsplit('/', 1)[-1]}" for r in self.requests]
+
 
 def make_client(
     handler: Handler, urls: tuple[str, ...] = (RM1,), **kwargs: Any
@@ -108,7 +113,8 @@ async def test_failover_to_second_rm_when_first_refuses_and_remember_it() -> Non
         assert metrics.total == Resources(vcores=16, memory_mb=8192)
         assert client.active_url == RM2
         await client.metrics()
-    assert rec.hosts == ["rm1", "rm2", "rm2"]
+    # rm2 is confirmed active once (``/info``), then trusted for reads
+    assert rec.calls == ["rm1 GET info", "rm2 GET info", "rm2 GET metrics", "rm2 GET metrics"]
     assert sleep.delays == []
 
 
@@ -122,7 +128,7 @@ async def test_standby_redirect_is_not_followed_but_remembered() -> None:
     async with client:
         await client.metrics()
         await client.metrics()
-    assert rec.hosts == ["rm1", "rm2", "rm2"]
+    assert rec.calls == ["rm1 GET info", "rm2 GET info", "rm2 GET metrics", "rm2 GET metrics"]
     assert client.active_url == RM2
 
 
@@ -137,7 +143,7 @@ async def test_standby_location_jumps_to_the_named_rm() -> None:
     client, rec, _ = make_client(handler, (RM1, RM2, RM3))
     async with client:
         await client.metrics()
-    assert rec.hosts == ["rm1", "rm3"]
+    assert rec.calls == ["rm1 GET info", "rm3 GET info", "rm3 GET metrics"]
     assert client.active_url == RM3
 
 
@@ -155,6 +161,66 @@ async def test_info_on_standby_reports_standby_and_client_moves_on() -> None:
     assert info.ha_state == "ACTIVE"
     assert rec.hosts == ["rm1", "rm2"]
     assert client.active_url == RM2
+
+
+def _non_redirecting(active: list[str]) -> Handler:
+    """RMs that each answer for themselves (a ``MiniYARNCluster``): only ``/info`` tells which
+    is active (``active[-1]``); a standby even says a scheduler-configuration PUT was applied."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        if request.url.path.endswith("/info"):
+            body = json.loads(json.dumps(CLUSTER_INFO))
+            body["clusterInfo"]["haState"] = "ACTIVE" if host == active[-1] else "STANDBY"
+            return httpx.Response(200, json=body)
+        if request.method == "PUT":
+            return httpx.Response(200, text="Configuration change successfully applied.")
+        return httpx.Response(200, json=CLUSTER_METRICS)
+
+    return handler
+
+
+async def test_a_write_never_goes_to_a_standby_that_does_not_redirect() -> None:
+    active = ["rm2"]
+    client, rec, _ = make_client(_non_redirecting(active), (RM1, RM2))
+    update = SchedConfUpdate(update_queues={"root.a": {"capacity": "60"}})
+    async with client:
+        await client.update_scheduler_conf(update)
+        assert client.active_url == RM2
+        # rm2 fails over to rm1 without redirecting: the next write asks again and follows
+        active.append("rm1")
+        await client.update_scheduler_conf(update)
+        assert client.active_url == RM1
+    puts = [c for c in rec.calls if " PUT " in c]
+    assert puts == ["rm2 PUT scheduler-conf", "rm1 PUT scheduler-conf"]
+    assert rec.calls == [
+        "rm1 GET info", "rm2 GET info", "rm2 PUT scheduler-conf",
+        "rm2 GET info", "rm1 GET info", "rm1 PUT scheduler-conf",
+    ]  # fmt: skip
+    assert client.failovers == 1
+
+
+async def test_reads_ask_info_again_only_after_the_confirmed_rm_failed() -> None:
+    down: set[str] = set()
+    healthy = _non_redirecting(["rm1"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return refused(request) if request.url.host in down else healthy(request)
+
+    client, rec, _ = make_client(handler, (RM1, RM2))
+    async with client:
+        await client.metrics()
+        await client.metrics()
+        down.add("rm1")
+        with pytest.raises(RMUnavailable):
+            await client.metrics()
+        down.clear()
+        await client.metrics()
+    assert rec.calls == [
+        "rm1 GET info", "rm1 GET metrics", "rm1 GET metrics",
+        "rm1 GET metrics", "rm2 GET info", "rm1 GET info", "rm2 GET info", "rm1 GET info",
+        "rm2 GET info", "rm1 GET info", "rm1 GET metrics",
+    ]  # fmt: skip
 
 
 async def test_only_standbys_without_active_is_unavailable() -> None:
@@ -353,8 +419,8 @@ async def test_submit_fails_over_only_when_the_request_was_not_sent() -> None:
     client, rec, _ = make_client(handler, (RM1, RM2))
     async with client:
         await client.submit_application({"application-id": "application_1_0001"})
-    assert rec.hosts == ["rm1", "rm2"]
-    assert json.loads(rec.requests[1].content) == {"application-id": "application_1_0001"}
+    assert rec.calls == ["rm1 GET info", "rm2 GET info", "rm2 POST apps"]
+    assert json.loads(rec.requests[2].content) == {"application-id": "application_1_0001"}
 
 
 @pytest.mark.parametrize(
