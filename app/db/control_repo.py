@@ -16,6 +16,7 @@ from app.control.ledger import LedgerRow
 from app.db.control_models import ConfigPush, ControlConfig, LedgerEntry, PolicyState
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
+from app.domain.model import queue_names
 from app.domain.observation import ClusterTotals, SamplePoint
 
 # ---- operator configuration and policy state -------------------------------------------------
@@ -156,10 +157,7 @@ def completed_apps(
 def per_managed_queue(counts: Mapping[str, int], queues: Sequence[str]) -> dict[str, int]:
     """Counts keyed by the queue an app row names, summed per managed queue path: the RM reports
     an app's queue as a leaf name or a full path, depending on the version."""
-    return {
-        q: counts.get(q, 0) + (counts.get(q.rsplit(".", 1)[-1], 0) if "." in q else 0)
-        for q in queues
-    }
+    return {q: sum(counts.get(name, 0) for name in queue_names(q)) for q in queues}
 
 
 # ---- ledger ----------------------------------------------------------------------------------

@@ -149,6 +149,11 @@ class Application(Base):
     # Set by the first good poll that no longer listed a not-final app; cleared if it reappears.
     gone_ms: Mapped[int | None] = mapped_column(BigInteger)
 
+    @property
+    def tag_list(self) -> list[str]:
+        """The tags, unwrapped from their stored ``,a,b,`` form."""
+        return [tag for tag in self.tags.split(",") if tag]
+
 
 class ClusterSample(Base):
     """The cluster's NodeManagers summed at one poll: what the controller and admission read.

@@ -469,7 +469,7 @@ def _record(a: Application) -> AppRecord:
         queue=a.queue,
         name=a.name,
         app_type=a.app_type,
-        tags=tuple(t for t in a.tags.split(",") if t),
+        tags=tuple(a.tag_list),
         state=a.state,
         final_status=a.final_status,
         progress=a.progress,

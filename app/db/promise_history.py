@@ -36,8 +36,9 @@ from app.policies.promise.signature import Keys, keys_for
 
 def app_keys(app: Application) -> Keys:
     """Signature keys of a finished application."""
-    tags = [tag for tag in app.tags.split(",") if tag]
-    return keys_for(name=app.name, app_type=app.app_type, user=app.user, queue=app.queue, tags=tags)
+    return keys_for(
+        name=app.name, app_type=app.app_type, user=app.user, queue=app.queue, tags=app.tag_list
+    )
 
 
 def job_keys(job: Job) -> Keys:

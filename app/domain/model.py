@@ -9,6 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def leaf_name(queue: str) -> str:
+    """A queue's leaf name (``deadline`` of ``root.deadline``)."""
+    return queue.rsplit(".", 1)[-1]
+
+
+def queue_names(queue: str) -> tuple[str, ...]:
+    """The names an application row may give ``queue``: the RM reports an app's queue by its leaf
+    name or by its full path, depending on the version; configuration and jobs use the path."""
+    leaf = leaf_name(queue)
+    return (queue,) if leaf == queue else (queue, leaf)
+
+
 @dataclass(frozen=True, slots=True)
 class Resources:
     """An amount of the two resources YARN schedules by default."""

@@ -36,6 +36,7 @@ from app.db.jobs_models import JobDecision
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.promise_history import EstimatorCache, admission_jobs
 from app.domain import tags as t
+from app.domain.model import queue_names
 from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
@@ -57,7 +58,7 @@ def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimat
 def foreign_vcores(session: Session, queue: str) -> int:
     """Vcores held in the deadline queue by running apps the sidecar did not submit."""
     stmt = select(func.coalesce(func.sum(Application.allocated_vcores), 0)).where(
-        Application.queue.in_([queue, queue.rsplit(".", 1)[-1]]),
+        Application.queue.in_(queue_names(queue)),
         Application.state == "RUNNING",
         ~Application.tags.contains(f",{t.JOB_TAG}"),
     )

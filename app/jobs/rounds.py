@@ -460,7 +460,7 @@ def finished_app(app: Application) -> FinishedApp:
     """An applications row as learning sees it."""
     return FinishedApp(
         app_id=app.app_id,
-        tags=tuple(tag for tag in app.tags.split(",") if tag),
+        tags=tuple(app.tag_list),
         state=app.state,
         final_status=app.final_status,
         submitted_ms=app.submitted_ms,

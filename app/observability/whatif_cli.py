@@ -13,11 +13,29 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.observability import whatif
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from app.domain.history import MapReduceJob
+
 Command = Callable[[argparse.Namespace], int]
+_T = TypeVar("_T")
+
+
+def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
+    """``read`` in one session on the configured database, the engine disposed after."""
+    from app.db.session import make_engine, make_session_factory
+
+    engine = make_engine(settings.effective_database_url)
+    try:
+        with make_session_factory(engine)() as session:
+            return read(session)
+    finally:
+        engine.dispose()
 
 
 def extend(simulate: argparse.ArgumentParser, settings: Callable[[], Any]) -> None:
@@ -72,8 +90,6 @@ def _params(raw: list[str]) -> dict[str, Any]:
 
 def cmd_from_db(args: argparse.Namespace, settings: Any) -> int:
     """Replay, print actual vs replay, write ``summary.json`` and ``report.html`` to ``--out``."""
-    from app.db.session import make_engine, make_session_factory
-
     try:
         now_ms = int(time.time() * 1000)
         since_ms = now_ms - int(whatif.parse_since(args.since) * 1000) if args.since else None
@@ -86,12 +102,9 @@ def cmd_from_db(args: argparse.Namespace, settings: Any) -> int:
             interval_s=args.interval,
         )
         spec.validate()
-        engine = make_engine(settings.effective_database_url)
-        try:
-            with make_session_factory(engine)() as session:
-                history = whatif.load_history(session, settings.cluster_name, spec)
-        finally:
-            engine.dispose()
+        history = _read_db(
+            settings, lambda session: whatif.load_history(session, settings.cluster_name, spec)
+        )
         outcome = whatif.run(history, spec, None if args.quiet else _bar())
     except whatif.WhatIfError as exc:
         print(f"simulate: {exc}", file=sys.stderr)
@@ -163,25 +176,20 @@ def extend_phases(phases_parser: argparse.ArgumentParser, settings: Callable[[],
 def cmd_phases_from_db(args: argparse.Namespace, settings: Any) -> int:
     """Both models on the recorded jobs: one line of the ``phases`` table."""
     from app.db import history_repo, jobs_repo
-    from app.db.session import make_engine, make_session_factory
     from app.sim import cli as sim_cli
     from app.sim import phases
 
     if args.limit < 1:
         print("simulate phases: --limit must be >= 1", file=sys.stderr)
         return 2
-    engine = make_engine(settings.effective_database_url)
-    try:
-        with make_session_factory(engine)() as session:
-            cluster_id = jobs_repo.cluster_id(session, settings.cluster_name)
-            stored = (
-                []
-                if cluster_id is None
-                else history_repo.stored_jobs(session, cluster_id, limit=args.limit)
-            )
-    finally:
-        engine.dispose()
-    jobs = phases.recorded_jobs(stored)
+
+    def stored(session: Session) -> list[MapReduceJob]:
+        cluster_id = jobs_repo.cluster_id(session, settings.cluster_name)
+        if cluster_id is None:
+            return []
+        return history_repo.stored_jobs(session, cluster_id, limit=args.limit)
+
+    jobs = phases.recorded_jobs(_read_db(settings, stored))
     if not jobs:
         print(
             "simulate phases: no MapReduce job history in the database "

@@ -36,6 +36,7 @@ from app.db.models import Application, Decision
 from app.db.observe_repo import PLACEMENT_KIND
 from app.db.promise_history import app_keys
 from app.db.session import transaction
+from app.domain.model import queue_names
 from app.domain.tags import JOB_TAG, DeadlineTags, parse_deadline_tags
 from app.policies.hybridmr import profiles
 from app.redact import redact_text
@@ -68,10 +69,6 @@ class Plan:
     def moves(self) -> bool:
         """Whether the app belongs on the labelled partition."""
         return self.placement.partition == "native"
-
-
-def _leaf(queue: str) -> str:
-    return queue.rsplit(".", 1)[-1]
 
 
 class ObservedPlacement(LoopService):
@@ -181,10 +178,10 @@ class ObservedPlacement(LoopService):
 def _deadline(app: Application, target_queue: str) -> DeadlineTags | None:
     """The app's deadline tags when it is a candidate: tagged, not the sidecar's, not in the
     target queue already (YARN reports the leaf or the full path)."""
-    tags = [tag for tag in app.tags.split(",") if tag]
+    tags = app.tag_list
     if any(tag.startswith(JOB_TAG) for tag in tags):
         return None
-    if app.queue in (target_queue, _leaf(target_queue)):
+    if app.queue in queue_names(target_queue):
         return None
     parsed = parse_deadline_tags(tags)
     return parsed if isinstance(parsed, DeadlineTags) else None

@@ -16,6 +16,7 @@ from app.control.history_view import LiveApp, history_inputs
 from app.control.ledger import Poll
 from app.db import control_repo, history_repo
 from app.db.promise_history import app_keys
+from app.domain.model import leaf_name
 from app.domain.observation import ClusterTotals, PolicyInputs, SamplePoint, build_inputs
 from app.policies.hybridmr.profiles import ProfileBook
 from app.yarn.client import PENDING_APP_STATES
@@ -52,7 +53,7 @@ def with_history(
 ) -> PolicyInputs:
     """``inputs`` with the history-derived fields filled from the stored MapReduce history."""
     book = ProfileBook(history_repo.runs(session, cluster_id, limit=history_repo.PROFILE_RUNS))
-    managed = {q.rsplit(".", 1)[-1]: q for q in queues} | {q: q for q in queues}
+    managed = {leaf_name(q): q for q in queues} | {q: q for q in queues}
     waiting: list[LiveApp] = []
     running: list[LiveApp] = []
     for app in history_repo.live_apps(session, cluster_id, [*PENDING_APP_STATES, "RUNNING"]):

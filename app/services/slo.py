@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.control.guard import GuardConfig, Reading, Slo
 from app.db.models import Application
+from app.domain.model import queue_names
 from app.redact import redact_url
 from app.yarn.client import PENDING_APP_STATES
 
@@ -58,7 +59,7 @@ async def probe(http: httpx.AsyncClient, slo: Slo) -> Reading:
 
 def queue_pending_s(session: Session, cluster_id: int, queue: str, now_ms: int) -> float:
     """The longest wait of an app submitted to ``queue`` (leaf or full path) and not running."""
-    names = {queue, queue.rsplit(".", 1)[-1]}
+    names = queue_names(queue)
     oldest = session.scalar(
         select(func.min(Application.submitted_ms)).where(
             Application.cluster_id == cluster_id,

@@ -603,10 +603,6 @@ class _Send:
     prefix: str = API_PREFIX
 
 
-# Whether an RM is the active one: a standby answers ``/info`` itself, with ``haState``.
-_ACTIVE_PROBE = _Send("GET", "/info", {}, None, None, None, lambda r: _info_is_standby(r))
-
-
 @dataclass(frozen=True, slots=True)
 class RunningSlice:
     """Which running apps a poll asks for, instead of all of them.
@@ -667,6 +663,10 @@ def _info_is_standby(resp: httpx.Response) -> bool:
     except (ValueError, KeyError, TypeError):
         return False
     return bool(ha_state == "STANDBY")
+
+
+# Whether an RM is the active one: a standby answers ``/info`` itself, with ``haState``.
+_ACTIVE_PROBE = _Send("GET", "/info", {}, None, None, None, _info_is_standby)
 
 
 def _describe(exc: httpx.HTTPError) -> str:

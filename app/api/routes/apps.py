@@ -38,7 +38,7 @@ def app_out(row: Application) -> AppOut:
         queue=row.queue,
         name=row.name,
         app_type=row.app_type,
-        tags=[t for t in row.tags.split(",") if t],
+        tags=row.tag_list,
         state=row.state,
         final_status=row.final_status,
         progress=row.progress,

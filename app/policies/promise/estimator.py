@@ -139,6 +139,8 @@ class Estimator:
 
     params: EstimatorParams = field(default_factory=EstimatorParams)
     _series: dict[str, _Series] = field(default_factory=dict)
+    # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
+    _overheads: int = 0
 
     def _get(self, key: str) -> _Series:
         s = self._series.get(key)
@@ -197,6 +199,8 @@ class Estimator:
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
         of them, or any at the global key); 0 without any."""
+        if not self._overheads:
+            return 0.0
         for key in keys.chain():
             s = self._series.get(key)
             if s is not None and (
@@ -242,7 +246,7 @@ class Estimator:
         s = self._get(outcome.keys.signature)
         point = None
         if self._pick(outcome.keys, ratio=False) is not None or outcome.deadline_s is not None:
-            point = self.estimate(
+            point = self._estimate_work(
                 outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus
             ).point
             for which, pred in enumerate(
@@ -262,6 +266,8 @@ class Estimator:
             if outcome.deadline_s is not None and outcome.deadline_s > 0
             else None
         )
+        if outcome.overhead_s is not None:
+            self._overheads += 1
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
             series.runs += 1

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.domain.model import leaf_name
+
 GLOBAL = "*"
 _DATE = re.compile(r"\d{4}[-_/]?\d{2}[-_/]?\d{2}([T _-]?\d{2}[:_-]?\d{2}([:_-]?\d{2})?)?")
 _HEX = re.compile(r"(?<![0-9a-z])[0-9a-f]{8,}(?![0-9a-z])")
@@ -61,7 +63,7 @@ def keys_for(
     prof = profile or profile_from_tags(tags)
     user_type = f"u:{user}|t:{app_type.lower()}"
     # The leaf: YARN reports an app's queue by its leaf name, a job names the full path.
-    leaf = queue.rsplit(".", 1)[-1]
+    leaf = leaf_name(queue)
     sig = f"p:{prof}" if prof else f"n:{normalise_name(name)}|{user_type}|q:{leaf}"
     return Keys(sig, user_type, f"q:{leaf}")
 
