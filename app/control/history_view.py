@@ -9,9 +9,9 @@ Decisions where the paper is silent about a live cluster:
 * ``waiting_input_bytes``: a waiting job has not read its input yet, so its size is the mean
   input of its signature's past runs (the fallback chain: signature, user and type, queue, all);
   a job with no such history adds nothing.
-* ``completed_tasks``: the tasks of the jobs whose history arrived in the interval (the JobHistory
-  server knows a job once it finished), so each job's tasks count exactly once, at most one
-  collector tick late.
+* ``completed_tasks``: the tasks of the jobs whose history was stored since the last recorded
+  tick (the JobHistory server knows a job once it finished; the service layer keeps the cursor),
+  so each job's tasks count exactly once, in the first tick that can see them.
 * ``slowdowns``: each running job's time so far over its profile's expected total (the median
   total of the most specific level of its chain), so a job running longer than its history says
   raises its queue's weight; a job without a profile adds nothing.

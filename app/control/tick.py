@@ -69,6 +69,8 @@ class Work:
     pending_decision_id: int | None = None
     # The interference guard's tick (``app.control.guard``): its audit and the state to store.
     guard: Mapping[str, Any] | None = None
+    # The MapReduce history cursor after this tick's count (``policy_inputs.with_history``).
+    history_seq: int | None = None
 
     @property
     def drift_blocks(self) -> bool:

@@ -21,7 +21,10 @@ class MapReduceJobRow(Base):
     """A finished MapReduce job (or the record that the JobHistory server had none)."""
 
     __tablename__ = "mr_jobs"
-    __table_args__ = (Index("ix_mr_jobs_fetched", "fetched_ms"),)
+    __table_args__ = (
+        Index("ix_mr_jobs_fetched", "fetched_ms"),
+        Index("ix_mr_jobs_seq", "seq"),
+    )
 
     app_id: Mapped[str] = mapped_column(
         String(100), ForeignKey("applications.app_id", ondelete="CASCADE"), primary_key=True
@@ -29,6 +32,10 @@ class MapReduceJobRow(Base):
     status: Mapped[str] = mapped_column(String(20))
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     fetched_ms: Mapped[int] = mapped_column(BigInteger)
+    # The order jobs were stored in (``ok`` rows only): one collector stores one job per
+    # transaction, so whoever has read up to ``seq`` N has read every job stored before it, and
+    # a reader that remembers N counts each job once however late its commit or its next tick.
+    seq: Mapped[int | None] = mapped_column(BigInteger)
     last_error: Mapped[str | None] = mapped_column(Text)
     job_id: Mapped[str | None] = mapped_column(String(100))
     state: Mapped[str | None] = mapped_column(String(20))

@@ -61,6 +61,7 @@ def store_job(
     row = session.get(MapReduceJobRow, app_id) or MapReduceJobRow(app_id=app_id, attempts=0)
     values = {
         "status": OK,
+        "seq": (session.scalar(select(func.max(MapReduceJobRow.seq))) or 0) + 1,
         "attempts": row.attempts + 1,
         "fetched_ms": now_ms,
         "last_error": None,
@@ -176,26 +177,36 @@ def stored_jobs(session: Session, cluster_id: int, *, limit: int) -> list[MapRed
 
 
 def completed_tasks(
-    session: Session, cluster_id: int, queues: Sequence[str], start_ms: int, end_ms: int
-) -> dict[str, int]:
-    """Tasks of the jobs whose history arrived in ``(start_ms, end_ms]``, per managed queue (the
-    RM names a queue by leaf or full path depending on its version)."""
+    session: Session, cluster_id: int, queues: Sequence[str], after_seq: int
+) -> tuple[dict[str, int], int]:
+    """Tasks of the jobs stored after ``after_seq``, per managed queue (the RM names a queue by
+    leaf or full path depending on its version), and the last ``seq`` counted (``after_seq``
+    when none): the cursor the next count starts from."""
+    last = session.scalar(select(func.max(MapReduceJobRow.seq)))
+    if last is None or last <= after_seq:
+        return {q: 0 for q in queues}, after_seq
     stmt = (
-        select(
-            Application.queue,
-            func.sum(MapReduceJobRow.maps_completed + MapReduceJobRow.reduces_completed),
-        )
+        select(Application.queue, func.sum(_TASKS_DONE))
         .join(Application, Application.app_id == MapReduceJobRow.app_id)
         .where(
             Application.cluster_id == cluster_id,
             MapReduceJobRow.status == OK,
-            MapReduceJobRow.fetched_ms > start_ms,
-            MapReduceJobRow.fetched_ms <= end_ms,
+            MapReduceJobRow.seq > after_seq,
+            MapReduceJobRow.seq <= last,
         )
         .group_by(Application.queue)
     )
     sums = {name: int(n or 0) for name, n in session.execute(stmt).all()}
-    return control_repo.per_managed_queue(sums, queues)
+    return control_repo.per_managed_queue(sums, queues), last
+
+
+def seq_through(session: Session, through_ms: int) -> int:
+    """The last ``seq`` of the jobs fetched at or before ``through_ms`` (0 when none): where a
+    reader with no cursor of its own starts, so its first count is one interval's arrivals."""
+    found = session.scalar(
+        select(func.max(MapReduceJobRow.seq)).where(MapReduceJobRow.fetched_ms <= through_ms)
+    )
+    return int(found or 0)
 
 
 def partition_of(app: Application) -> str:

@@ -59,6 +59,8 @@ from app.yarn.actuator import Actuator
 from app.yarn.errors import RMError
 
 LEDGER_STATE = "ltrf-ledger"
+# Where the count of completed MapReduce tasks stopped (Fawkes' TT input).
+HISTORY_CURSOR = "history-cursor"
 # The interference guard's episode (``app.control.guard``), stored like a policy's state.
 GUARD = control_guard.STATE_KEY
 STALE_POLLS = 3
@@ -242,8 +244,15 @@ class Controller(LoopService):
                     dict(probes),
                     slo.read_queues(session, ctx.cluster_id, self.guard, now_ms),
                 )
-            inputs = load_inputs(
-                session, ctx.cluster_id, queues, now_ms, cfg.interval_s, history=self.history
+            cursor = control_repo.load_policy_state(session, ctx.cluster_id, HISTORY_CURSOR)
+            inputs, history_seq = load_inputs(
+                session,
+                ctx.cluster_id,
+                queues,
+                now_ms,
+                cfg.interval_s,
+                history=self.history,
+                history_after=cursor.get("seq"),
             )
             ledger_before = control_repo.load_policy_state(session, ctx.cluster_id, LEDGER_STATE)
             ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)
@@ -291,6 +300,7 @@ class Controller(LoopService):
             settle,
             floors=floors,
             guard=guard_audit,
+            history_seq=history_seq,
         )
 
     def _ledger(
@@ -375,6 +385,10 @@ class Controller(LoopService):
             if work.guard is not None:
                 control_repo.save_policy_state(
                     session, cid, GUARD, dict(work.guard["state_after"]), work.now_ms
+                )
+            if work.history_seq is not None:
+                control_repo.save_policy_state(
+                    session, cid, HISTORY_CURSOR, {"seq": work.history_seq}, work.now_ms
                 )
             if work.ledger is not None:
                 control_repo.add_ledger_rows(session, cid, work.ledger.rows)

@@ -30,10 +30,12 @@ def load_inputs(
     interval_s: float,
     *,
     history: bool = False,
-) -> PolicyInputs:
+    history_after: int | None = None,
+) -> tuple[PolicyInputs, int | None]:
     """Interval averages of every managed queue and the apps completed in the interval; with
     ``history`` (a JobHistory server is read) also Fawkes' DD, TT and JS inputs
-    (``app.control.history_view``)."""
+    (``app.control.history_view``) and the history cursor to store with the tick (``with_history``;
+    None without history)."""
     start = now_ms - int(interval_s * 1000)
     by_time = control_repo.queue_points(session, cluster_id, queues, start + 1, now_ms)
     points: dict[str, list[SamplePoint]] = {q: [] for q in queues}
@@ -44,14 +46,24 @@ def load_inputs(
     completed = control_repo.completed_apps(session, cluster_id, queues, start, now_ms)
     inputs = build_inputs(now_ms, interval_s, queues, points, total, completed)
     if not history:
-        return inputs
-    return with_history(session, cluster_id, inputs, queues)
+        return inputs, None
+    return with_history(session, cluster_id, inputs, queues, history_after)
 
 
 def with_history(
-    session: Session, cluster_id: int, inputs: PolicyInputs, queues: Sequence[str]
-) -> PolicyInputs:
-    """``inputs`` with the history-derived fields filled from the stored MapReduce history."""
+    session: Session,
+    cluster_id: int,
+    inputs: PolicyInputs,
+    queues: Sequence[str],
+    after_seq: int | None = None,
+) -> tuple[PolicyInputs, int]:
+    """``inputs`` with the history-derived fields filled from the stored MapReduce history, and
+    the cursor after it.
+
+    The completed tasks are those of the jobs stored after ``after_seq`` (the cursor the last
+    recorded tick stored), not those fetched within the interval: a history committed after a
+    tick read the database, or during a tick that was skipped, would otherwise count nowhere.
+    Without a cursor (the first tick) the count starts one interval back."""
     book = ProfileBook(history_repo.runs(session, cluster_id, limit=history_repo.PROFILE_RUNS))
     managed = {leaf_name(q): q for q in queues} | {q: q for q in queues}
     waiting: list[LiveApp] = []
@@ -62,11 +74,11 @@ def with_history(
             continue
         live = LiveApp(queue, app_keys(app).chain(), app.started_ms)
         (running if app.state == "RUNNING" else waiting).append(live)
-    tasks = history_repo.completed_tasks(
-        session, cluster_id, queues, inputs.window_start_ms, inputs.now_ms
-    )
+    if after_seq is None:
+        after_seq = history_repo.seq_through(session, inputs.window_start_ms)
+    tasks, cursor = history_repo.completed_tasks(session, cluster_id, queues, after_seq)
     extra = history_inputs(book, inputs.now_ms, queues, waiting, running, tasks)
-    return replace(
+    filled = replace(
         inputs,
         queues={
             q: replace(
@@ -80,6 +92,7 @@ def with_history(
             for q, v in inputs.queues.items()
         },
     )
+    return filled, cursor
 
 
 def load_polls(

@@ -160,14 +160,45 @@ async def test_policy_inputs_read_dd_tt_and_js_from_the_history(db: Db) -> None:
     with transaction(db.sessions) as s:
         history_repo.store_job(s, "application_1_0001", job, 16.0, 95_000)
     with db.sessions() as s:
-        view = load_inputs(s, cid, ["etl"], 100_000, 10, history=True)
-        plain = load_inputs(s, cid, ["etl"], 100_000, 10)
+        view, _ = load_inputs(s, cid, ["etl"], 100_000, 10, history=True)
+        plain, cursor = load_inputs(s, cid, ["etl"], 100_000, 10)
+    assert cursor is None  # without history there is nothing to count from
     q = view.queues["etl"]
     assert q.waiting_input_bytes == 3015609  # the waiting wc job reads what wc read before
     assert q.completed_tasks == 4  # the history that arrived in the interval
     # running 50 s against the profile's 12.331 s
     assert q.slowdowns == (50 / 12.331,)
     assert (plain.queues["etl"].waiting_input_bytes, plain.queues["etl"].slowdowns) == (0.0, ())
+
+
+async def test_completed_tasks_count_once_however_late_the_history_commits(db: Db) -> None:
+    job = await _wordcount()  # 4 tasks
+    cid = _setup(db, [_mr(f"application_1_000{k}") for k in (1, 2, 3)])
+
+    def tick(now_ms: int, after: int | None) -> tuple[float, int]:
+        with db.sessions() as s:
+            inputs, cursor = load_inputs(
+                s, cid, ["etl"], now_ms, 10, history=True, history_after=after
+            )
+        assert cursor is not None
+        return inputs.queues["etl"].completed_tasks, cursor
+
+    with transaction(db.sessions) as s:
+        history_repo.store_job(s, "application_1_0001", job, 16.0, 85_000)  # before the window
+        history_repo.store_job(s, "application_1_0002", job, 16.0, 95_000)
+    # the first tick (no cursor yet) counts one interval back: only the second job
+    tasks, cursor = tick(100_000, None)
+    assert tasks == 4
+    # A collector tick that started (and stamped its fetch) at 99 s commits after the controller's
+    # tick at 100 s read the database: a window (100 s, 110 s] of fetch times would never see it.
+    with transaction(db.sessions) as s:
+        history_repo.store_job(s, "application_1_0003", job, 16.0, 99_000)
+    tasks, cursor = tick(110_000, cursor)
+    assert tasks == 4
+    # counted once: nothing new since
+    assert tick(120_000, cursor) == (0.0, cursor)
+    # a tick whose decision was never recorded leaves the cursor where it was: counted again
+    assert tick(130_000, cursor - 1)[0] == 4
 
 
 async def test_task_rows_are_bounded_per_job_and_phases_use_every_task(

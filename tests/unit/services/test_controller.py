@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from app.control.config import ControlConfig, resolve
-from app.db import control_repo, repo
+from app.db import control_repo, history_repo, repo
 from app.db.control_models import ConfigPush, LedgerEntry
 from app.db.models import Decision
 from app.db.session import transaction
@@ -19,6 +19,8 @@ from app.domain.model import NodeState, Resources
 from app.services.controller import Controller
 from app.yarn.actuator import Actuator
 from tests.conftest import Db
+from tests.db.test_history_repo import _wordcount
+from tests.factories import app
 from tests.unit.control.fakes import FakeRM, no_sleep, two_queues
 
 POLL_S = 10
@@ -256,3 +258,28 @@ async def test_bounds_limit_the_plan_and_are_explained(db: Db) -> None:
     assert capacities(rm) == {"root.a": "55.00", "root.b": "45.00"}
     line = decision(db, report.decision_id).outputs["plan"]["queues"]["root.a"]
     assert line["bounded_h"] == 5500 and any("bound" in r for r in line["reasons"])
+
+
+async def test_a_history_stored_after_a_tick_read_counts_in_the_next_tick_once(db: Db) -> None:
+    job = await _wordcount()  # 4 tasks
+    rm = two_queues()
+    polls(db, rm, 0, 60, a={"pending": 4, "apps": 1}, b={"pending": 4, "apps": 1})
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
+        repo.upsert_apps(s, cid, [app("application_1_0001", queue="a", state="FINISHED")], 1)
+    ctl = controller(db, rm, config(policy="fawkes:TT", mode="advise"))
+    ctl.history = True
+
+    def counted(report_id: int | None) -> float:
+        inputs = decision(db, report_id).inputs["policy_inputs"]["queues"]
+        return float(inputs["root.a"]["completed_tasks"])
+
+    first = await ctl.control(60_000)
+    # The collector stamped the fetch at 59 s and committed after the 60 s tick had read: the
+    # 60-120 s interval does not contain that stamp, and the tasks still count, once.
+    with transaction(db.sessions) as s:
+        history_repo.store_job(s, "application_1_0001", job, 8.0, 59_000)
+    polls(db, rm, 70, 180, a={"pending": 4, "apps": 1}, b={"pending": 4, "apps": 1})
+    second = await ctl.control(120_000)
+    third = await ctl.control(180_000)
+    assert [counted(r.decision_id) for r in (first, second, third)] == [0.0, 4.0, 0.0]
