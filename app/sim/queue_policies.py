@@ -109,6 +109,8 @@ class ControllerPolicy:
         )
         self.name = self.cfg.policy
         self.interval_s = interval_s
+        spec = registry.lookup(self.cfg.policy)
+        self.needs = frozenset(spec.needs(self.cfg.params) if spec.needs is not None else ())
         self.container_mb = container_mb
         self.ledger = LedgerState()
         self.state: Mapping[str, Any] = {}

@@ -96,6 +96,9 @@ class QueuePolicy(Protocol):
 
     name: str
     interval_s: float
+    # The observation fields beyond the RM's numbers it decides on (``PolicySpec.needs``): the
+    # runner fills ``slowdowns``, a pass over every live job per tick, only when it is read.
+    needs: frozenset[str]
 
     def decide(
         self, now: float, observed: Mapping[str, QueueObservation], capacity: int
@@ -185,6 +188,7 @@ class Simulation:
         self._jobs = sorted(jobs, key=lambda j: (j.submit_s, j.job_id))
         self.allocator = allocator
         self.queue_policy = queue_policy
+        self._reads_slowdowns = queue_policy is not None and "slowdowns" in queue_policy.needs
         self.sample_s = sample_s
         self._progress = progress
         first = self._jobs[0].submit_s if self._jobs else 0.0
@@ -349,10 +353,14 @@ class Simulation:
         waiting = [run for run, held in holds if held < 1.0]
         done = [r for r in self._completed.get(name, []) if r.status is not Status.KILLED]
         guaranteed = cl.shares[q] * cl.capacity
-        # Fawkes' JS weight is the mean of the listed slowdowns, so the mean alone is passed:
-        # validating thousands of values per tick dominated the run time of large workloads.
-        total = sum((self.now - r.job.submit_s) / r.job.ideal_runtime(cl.capacity) for r in live)
-        slowdowns = (total / len(live),) if live else ()
+        slowdowns: tuple[float, ...] = ()
+        if live and self._reads_slowdowns:
+            # Fawkes' JS weight is the mean of the listed slowdowns, so the mean alone is passed:
+            # validating thousands of values per tick dominated the run time of large workloads.
+            total = sum(
+                (self.now - r.job.submit_s) / r.job.ideal_runtime(cl.capacity) for r in live
+            )
+            slowdowns = (total / len(live),)
         return QueueObservation(
             waiting_jobs=len(waiting),
             waiting_tasks=sum(max(0.0, run.max_cpus - held) for run, held in holds),
