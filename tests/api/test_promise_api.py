@@ -110,7 +110,7 @@ def _history(db: Db) -> None:
             )  # fmt: skip
 
 
-def _learned(s: Any, app: Application, i: int, *, tasks: int, deadline_s: float) -> None:
+def _learned(s: Any, app: Application, i: int, *, tasks: int, deadline_s: float | None) -> None:
     """A finished app and the learning pass's observation of it (the app's whole work)."""
     s.add(app)
     s.flush()
@@ -266,3 +266,34 @@ def test_a_sidecar_job_teaches_its_own_signature_its_tasks_work_and_its_start_up
     assert entry["task_s_median"] == pytest.approx(10.0)
     assert entry["overhead_s_upper"] == pytest.approx(10.0)
     assert est.estimate(keys, 4, 60.0, 4).overhead_s == pytest.approx(10.0)
+
+
+async def test_a_one_task_job_whose_central_estimate_fits_is_tried_not_refused(db: Db) -> None:
+    # Five one-task runs of profile:probe (no deadline: task seconds only): 10, 11, 12, 13, 20 s.
+    # The bound (0.95 quantile) is 20 s, the central estimate 12 s.
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        for i, work in enumerate((10, 11, 12, 13, 20)):
+            _learned(
+                s,
+                Application(
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
+                    queue="root.deadline", name=f"probe-{i}", app_type="YARN",
+                    tags=",profile:probe,", state="FINISHED", final_status="SUCCEEDED",
+                    elapsed_ms=work * 1000, vcore_seconds=work, first_seen_ms=0, updated_ms=0,
+                ),
+                i, tasks=1, deadline_s=None,
+            )  # fmt: skip
+    async with _client(db) as client:
+        tagged = {"requested_tasks": 1, "tags": ["profile:probe"]}
+        r = (await client.post("/jobs", json=body(name="probe", deadline=15, **tagged))).json()
+        assert (r["state"], r["granted_cpus"]) == ("admitted", 1)
+        assert r["decision"]["reason"].startswith("tried on 1 vcores")
+        assert r["eta"]["finish_s"] - r["eta"]["start_s"] == pytest.approx(12.0, abs=0.01)
+        # Below the central estimate it is refused, with the earliest finish its bound allows.
+        r = (await client.post("/jobs", json=body(name="probe", deadline=11, **tagged))).json()
+        assert r["state"] == "dropped"
+        deadline_at = dt.datetime.fromisoformat(r["deadline_at"]).timestamp()
+        assert r["eta"]["earliest_finish_s"] - deadline_at == pytest.approx(9.0, abs=0.05)

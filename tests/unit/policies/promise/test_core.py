@@ -173,3 +173,43 @@ def test_start_up_is_planned_before_the_first_task() -> None:
     (d,) = core.admit([late], [running], free=0, capacity=4, now_s=10.0, estimator=est, params=P)
     # it starts when those 4 vcores free at 70 s and ends after its own start-up and one wave
     assert (d.action, d.start_s, d.finish_s) == ("queue", 70.0, 190.0)
+
+
+def _one_task_runs(*works: float) -> Estimator:
+    est = Estimator()
+    for w in works:
+        est.learn(Outcome(K, tasks=1, work=w, deadline_s=None, max_cpus=1))
+    return est
+
+
+def test_a_one_task_job_whose_central_estimate_fits_is_tried_when_a_vcore_is_free() -> None:
+    # task seconds 10, 11, 12, 13, 20: bound (0.95, nearest rank) 20, central value 12
+    est = _one_task_runs(10, 11, 12, 13, 20)
+    job = core.WaitingJob("one", tasks=1, deadline_s=15.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([job], [], free=4, capacity=4, now_s=0.0, estimator=est, params=P)
+    assert (d.action, d.cpus, d.finish_s, d.work_bound) == ("admit", 1, 12.0, 20.0)
+    assert d.reason.startswith("tried on 1 vcores")
+    # no vcore free: it waits while its central estimate can still finish in time
+    (d,) = core.admit([job], [], free=0, capacity=4, now_s=0.0, estimator=est, params=P)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(3.0)
+    # past that, the honest answer: dropped with the earliest finish its bound allows
+    (d,) = core.admit([job], [], free=4, capacity=4, now_s=4.0, estimator=est, params=P)
+    assert d.action == "drop" and d.earliest_finish_s == pytest.approx(24.0)
+
+
+def test_a_try_takes_only_what_promised_jobs_leave_and_only_one_task_jobs_are_tried() -> None:
+    est = _one_task_runs(10, 11, 12, 13, 20)
+    promised = core.WaitingJob("promised", tasks=1, deadline_s=30.0, submitted_s=0.0, keys=K)
+    tried = core.WaitingJob("tried", tasks=1, deadline_s=15.0, submitted_s=0.0, keys=K)
+    two = core.WaitingJob("two", tasks=2, deadline_s=30.0, submitted_s=0.0, keys=K)
+    out = {d.job_id: d for d in core.admit([tried, promised], [], 1, 4, 0.0, est, P)}
+    assert (out["promised"].action, out["tried"].action) == ("admit", "queue")
+    # two tasks: 2 x 12 s on one vcore would fit 30 s, but only whole one-vcore jobs are tried
+    (d,) = core.admit([two], [], free=4, capacity=4, now_s=0.0, estimator=est, params=P)
+    assert d.action == "admit" and d.cpus == 2  # its bound fits on 2: promised, not tried
+    (d,) = core.admit([two], [], free=4, capacity=4, now_s=12.0, estimator=est, params=P)
+    assert d.action == "drop"  # bound misses; central 12 s on 2 would fit, but it is not tried
+    # learn_cpus 0 turns trying off
+    off = core.PromiseParams(learn_cpus=0)
+    (d,) = core.admit([tried], [], free=4, capacity=4, now_s=0.0, estimator=est, params=off)
+    assert d.action == "drop"
