@@ -81,6 +81,19 @@ class QueueObservation:
     slowdowns: tuple[float, ...]  # (mean slowdown of live jobs,), or () with none
 
 
+@dataclass(slots=True)
+class _LiveTally:
+    """One queue's live jobs at a control tick, summed in one pass (``Simulation._tally_live``).
+    The sums start at integer 0, as the built-in ``sum`` they replaced does."""
+
+    jobs: int = 0
+    waiting: int = 0
+    waiting_tasks: float = 0
+    waiting_input_bytes: float = 0
+    demand: int = 0
+    slowdown_sum: float = 0
+
+
 @dataclass(frozen=True, slots=True)
 class QueueDecision:
     """Shares (fractions of capacity) and maximum shares per queue, plus the weights the policy
@@ -329,9 +342,7 @@ class Simulation:
     def _observe(self) -> dict[str, QueueObservation]:
         cl = self._cluster
         dt = self.now - self._last_control_t
-        live_by_q: dict[str, list[JobRun]] = defaultdict(list)
-        for run in self._live.values():
-            live_by_q[run.job.queue].append(run)
+        live = self._tally_live()
         out: dict[str, QueueObservation] = {}
         for q, name in enumerate(cl.queues):
             used = (
@@ -339,39 +350,61 @@ class Simulation:
                 if dt > 0
                 else cl.used_by_queue()[q]
             )
-            out[name] = self._observe_queue(name, q, live_by_q.get(name, []), used)
+            out[name] = self._observe_queue(name, q, live.get(name) or _LiveTally(), used)
         self._last_control_used = list(cl.used_integral)
         self._last_control_t = self.now
         self._completed.clear()
         return out
 
-    def _observe_queue(
-        self, name: str, q: int, live: list[JobRun], used: float
-    ) -> QueueObservation:
+    def _tally_live(self) -> dict[str, _LiveTally]:
+        """One pass over the live jobs, summed per queue in the order they are held (the order
+        of the per-queue sums it replaced, so every float is the same). The rates are read as one
+        list: ``Cluster.rate_of`` per job was most of a control tick in large workloads."""
         cl = self._cluster
-        holds = [(run, cl.rate_of(run)) for run in live]
-        waiting = [run for run, held in holds if held < 1.0]
+        capacity = cl.capacity
+        rates = cl.pool.rate[: cl.pool.n].tolist()
+        slot = cl.pool.slot
+        now = self.now
+        slowdowns = self._reads_slowdowns
+        tallies: dict[str, _LiveTally] = {}
+        for run in self._live.values():
+            name = run.job.queue
+            t = tallies.get(name)
+            if t is None:
+                t = tallies[name] = _LiveTally()
+            if run.grant:
+                held = float(run.grant)
+            else:
+                i = slot.get(id(run))
+                held = 0.0 if i is None else rates[i]
+            t.jobs += 1
+            if held < 1.0:
+                t.waiting += 1
+                t.waiting_input_bytes += run.job.input_bytes
+            t.waiting_tasks += max(0.0, run.max_cpus - held)
+            t.demand += run.max_cpus
+            if slowdowns:
+                t.slowdown_sum += (now - run.job.submit_s) / run.job.ideal_runtime(capacity)
+        return tallies
+
+    def _observe_queue(self, name: str, q: int, live: _LiveTally, used: float) -> QueueObservation:
+        cl = self._cluster
         done = [r for r in self._completed.get(name, []) if r.status is not Status.KILLED]
         guaranteed = cl.shares[q] * cl.capacity
-        slowdowns: tuple[float, ...] = ()
-        if live and self._reads_slowdowns:
-            # Fawkes' JS weight is the mean of the listed slowdowns, so the mean alone is passed:
-            # validating thousands of values per tick dominated the run time of large workloads.
-            total = sum(
-                (self.now - r.job.submit_s) / r.job.ideal_runtime(cl.capacity) for r in live
-            )
-            slowdowns = (total / len(live),)
+        # Fawkes' JS weight is the mean of the listed slowdowns, so the mean alone is passed:
+        # validating thousands of values per tick dominated the run time of large workloads.
+        slowdowns = (live.slowdown_sum / live.jobs,) if live.jobs and self._reads_slowdowns else ()
         return QueueObservation(
-            waiting_jobs=len(waiting),
-            waiting_tasks=sum(max(0.0, run.max_cpus - held) for run, held in holds),
-            waiting_input_bytes=sum(run.job.input_bytes for run in waiting),
-            running_jobs=len(live) - len(waiting),
+            waiting_jobs=live.waiting,
+            waiting_tasks=live.waiting_tasks,
+            waiting_input_bytes=live.waiting_input_bytes,
+            running_jobs=live.jobs - live.waiting,
             used_vcores=used,
             used_fraction=used / cl.capacity if cl.capacity else 0.0,
             utilization=min(1.0, used / guaranteed) if guaranteed > 0 else 0.0,
             completed_jobs=len(done),
             completed_tasks=sum(r.max_cpus for r in done),
-            demand_vcores=float(sum(run.max_cpus for run in live)),
+            demand_vcores=float(live.demand),
             slowdowns=slowdowns,
         )
 

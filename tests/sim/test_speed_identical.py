@@ -4,13 +4,16 @@ the algorithm it replaced, kept here as the reference implementation."""
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from typing import Any
 
 import pytest
 
 from app.sim import experiment, trace
 from app.sim.cluster import ClusterSpec
+from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
+from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
 
 
@@ -75,3 +78,67 @@ def _observe_with(monkeypatch: pytest.MonkeyPatch, needs: set[str]) -> None:
         self.needs = frozenset(needs)
 
     monkeypatch.setattr(ControllerPolicy, "__init__", patched)
+
+
+def _reference_observe(self: Simulation) -> dict[str, QueueObservation]:
+    # The replaced code: the live jobs grouped per queue, then one pass per queue with
+    # ``Cluster.rate_of`` per job and a built-in ``sum`` per field.
+    cl = self._cluster
+    dt = self.now - self._last_control_t
+    live_by_q: dict[str, list[JobRun]] = defaultdict(list)
+    for run in self._live.values():
+        live_by_q[run.job.queue].append(run)
+    out: dict[str, QueueObservation] = {}
+    for q, name in enumerate(cl.queues):
+        used = (
+            (cl.used_integral[q] - self._last_control_used[q]) / dt
+            if dt > 0
+            else cl.used_by_queue()[q]
+        )
+        live = live_by_q.get(name, [])
+        holds = [(run, cl.rate_of(run)) for run in live]
+        waiting = [run for run, held in holds if held < 1.0]
+        done = [r for r in self._completed.get(name, []) if r.status is not Status.KILLED]
+        guaranteed = cl.shares[q] * cl.capacity
+        slowdowns: tuple[float, ...] = ()
+        if live and self._reads_slowdowns:
+            total = sum(
+                (self.now - r.job.submit_s) / r.job.ideal_runtime(cl.capacity) for r in live
+            )
+            slowdowns = (total / len(live),)
+        out[name] = QueueObservation(
+            waiting_jobs=len(waiting),
+            waiting_tasks=sum(max(0.0, run.max_cpus - held) for run, held in holds),
+            waiting_input_bytes=sum(run.job.input_bytes for run in waiting),
+            running_jobs=len(live) - len(waiting),
+            used_vcores=used,
+            used_fraction=used / cl.capacity if cl.capacity else 0.0,
+            utilization=min(1.0, used / guaranteed) if guaranteed > 0 else 0.0,
+            completed_jobs=len(done),
+            completed_tasks=sum(r.max_cpus for r in done),
+            demand_vcores=float(sum(run.max_cpus for run in live)),
+            slowdowns=slowdowns,
+        )
+    self._last_control_used = list(cl.used_integral)
+    self._last_control_t = self.now
+    self._completed.clear()
+    return out
+
+
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:JS", "fawkes:DD", "fawkes:JD", "ltrf"])
+def test_one_pass_observation_is_identical_to_the_reference(
+    policy: str, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = trace.synthetic(trace.SyntheticSpec(jobs=300, mean_interarrival_s=2.0), 4)
+    jobs = experiment.with_deadlines(jobs, "Fixed2x", 60, 4)
+
+    def outcome() -> tuple[dict[str, object], list[tuple[str, float | None]], list[float]]:
+        result = experiment.run_policy(policy, jobs, ClusterSpec(60), model=model)
+        ends = sorted((r.job.job_id, r.end_s) for r in result.runs)
+        summary = {k: v for k, v in result.summary().items() if k != "wall_s"}
+        return summary, ends, list(result.series.factor)
+
+    fast = outcome()
+    monkeypatch.setattr(Simulation, "_observe", _reference_observe)
+    assert outcome() == fast  # exact: every end time, headline number and discrimination step
