@@ -18,7 +18,7 @@ from app.control.drift import differences
 from app.control.ledger import LedgerStep
 from app.control.plan import Plan
 from app.domain.live import LiveConfig, PushResult
-from app.domain.observation import PolicyInputs
+from app.domain.observation import Cursors, PolicyInputs
 from app.domain.outcome import PolicyOutcome
 
 KIND = "queue"
@@ -69,8 +69,8 @@ class Work:
     pending_decision_id: int | None = None
     # The interference guard's tick (``app.control.guard``): its audit and the state to store.
     guard: Mapping[str, Any] | None = None
-    # The MapReduce history cursor after this tick's count (``policy_inputs.with_history``).
-    history_seq: int | None = None
+    # Where this tick's counts of completions stopped, stored with it for the next tick.
+    cursors: Cursors | None = None
 
     @property
     def drift_blocks(self) -> bool:

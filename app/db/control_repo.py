@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.control.ledger import LedgerRow
 from app.db.control_models import ConfigPush, ControlConfig, LedgerEntry, PolicyState
-from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
+from app.db.models import Application, Cluster, ClusterSample, Decision, Queue, QueueSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import queue_names
 from app.domain.observation import ClusterTotals, SamplePoint
@@ -137,21 +137,33 @@ def latest_totals(session: Session, cluster_id: int, until_ms: int) -> ClusterTo
 
 
 def completed_apps(
-    session: Session, cluster_id: int, queues: Sequence[str], start_ms: int, end_ms: int
+    session: Session,
+    cluster_id: int,
+    queues: Sequence[str],
+    seen_after_ms: int,
+    seen_through_ms: int,
+    finished_after_ms: int,
 ) -> dict[str, int]:
-    """Apps that FINISHED in ``(start_ms, end_ms]`` per queue path (the RM reports an app's queue
-    as a leaf name or a full path, depending on the version)."""
+    """Apps that FINISHED, first seen so by a poll in ``(seen_after_ms, seen_through_ms]`` and
+    finished (the RM's clock) after ``finished_after_ms``, per queue path (the RM reports an app's
+    queue as a leaf name or a full path, depending on the version)."""
     stmt = (
         select(Application.queue, func.count())
         .where(
             Application.cluster_id == cluster_id,
             Application.state == "FINISHED",
-            Application.finished_ms > start_ms,
-            Application.finished_ms <= end_ms,
+            Application.final_seen_ms > seen_after_ms,
+            Application.final_seen_ms <= seen_through_ms,
+            Application.finished_ms > finished_after_ms,
         )
         .group_by(Application.queue)
     )
     return per_managed_queue({name: int(n) for name, n in session.execute(stmt).all()}, queues)
+
+
+def last_good_poll(session: Session, cluster_id: int) -> int | None:
+    """When the newest committed good poll was taken."""
+    return session.scalar(select(Cluster.last_good_poll_ms).where(Cluster.id == cluster_id))
 
 
 def per_managed_queue(counts: Mapping[str, int], queues: Sequence[str]) -> dict[str, int]:

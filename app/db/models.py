@@ -116,6 +116,7 @@ class Application(Base):
         Index("ix_applications_queue_submitted", "queue", "submitted_ms"),
         Index("ix_applications_state", "state"),
         Index("ix_applications_finished", "finished_ms"),
+        Index("ix_applications_final_seen", "cluster_id", "final_seen_ms"),
     )
 
     app_id: Mapped[str] = mapped_column(String(100), primary_key=True)
@@ -148,6 +149,9 @@ class Application(Base):
     updated_ms: Mapped[int] = mapped_column(BigInteger)
     # Set by the first good poll that no longer listed a not-final app; cleared if it reappears.
     gone_ms: Mapped[int | None] = mapped_column(BigInteger)
+    # The poll that first saw the app in a final state (never rewritten): polls commit in order,
+    # so a reader that counted up to one poll's time has counted every app it saw end.
+    final_seen_ms: Mapped[int | None] = mapped_column(BigInteger)
 
     @property
     def tag_list(self) -> list[str]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import Table, bindparam, func, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -205,11 +205,12 @@ def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
         "first_seen_ms": now_ms,
         "updated_ms": now_ms,
         "gone_ms": None,
+        "final_seen_ms": now_ms if app.state in FINAL_APP_STATES else None,
     }
 
 
 def _upsert_statement(session: Session) -> Any:
-    """INSERT ... ON CONFLICT (app_id) DO UPDATE of every column but the first-seen time; built
+    """INSERT ... ON CONFLICT (app_id) DO UPDATE of every column but the first-seen times; built
     without values so one compiled form serves every batch."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
@@ -220,6 +221,8 @@ def _upsert_statement(session: Session) -> Any:
         raise NotImplementedError(f"upsert not implemented for {dialect}")
     keep = ("app_id", "first_seen_ms")
     updates = {c.name: stmt.excluded[c.name] for c in _APPS.columns if c.name not in keep}
+    # The first final sighting stays (a rewrite after a restart must not make it new again).
+    updates["final_seen_ms"] = func.coalesce(_APPS.c.final_seen_ms, stmt.excluded.final_seen_ms)
     return stmt.on_conflict_do_update(index_elements=["app_id"], set_=updates)
 
 

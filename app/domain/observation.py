@@ -156,3 +156,23 @@ def build_inputs(
         total=total,
         queues={q: average(points.get(q, ()), total, completed.get(q, 0)) for q in queues},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Cursors:
+    """Where a tick's counts of completions stopped; the next tick counts from there."""
+
+    # the poll up to which completed applications were counted (``final_seen_ms``)
+    apps_seen_ms: int | None = None
+    # the MapReduce history ``seq`` up to which completed tasks were counted
+    history_seq: int | None = None
+
+    def to_dict(self) -> dict[str, int | None]:
+        """JSON form (stored as the controller's state between ticks)."""
+        return {"apps_seen_ms": self.apps_seen_ms, "history_seq": self.history_seq}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cursors:
+        """From ``to_dict`` (missing keys: no cursor)."""
+        apps, seq = data.get("apps_seen_ms"), data.get("history_seq")
+        return cls(int(apps) if apps is not None else None, int(seq) if seq is not None else None)

@@ -49,7 +49,7 @@ from app.db import control_repo, control_rows, leader_repo, repo
 from app.db.models import Decision
 from app.db.session import transaction
 from app.domain.live import LiveConfig, PushResult
-from app.domain.observation import PolicyInputs
+from app.domain.observation import Cursors, PolicyInputs
 from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
 from app.services import slo
@@ -59,8 +59,8 @@ from app.yarn.actuator import Actuator
 from app.yarn.errors import RMError
 
 LEDGER_STATE = "ltrf-ledger"
-# Where the count of completed MapReduce tasks stopped (Fawkes' TT input).
-HISTORY_CURSOR = "history-cursor"
+# Where the counts of completed apps and MapReduce tasks stopped (Fawkes' JT and TT inputs).
+INPUT_CURSORS = "input-cursors"
 # The interference guard's episode (``app.control.guard``), stored like a policy's state.
 GUARD = control_guard.STATE_KEY
 STALE_POLLS = 3
@@ -244,15 +244,16 @@ class Controller(LoopService):
                     dict(probes),
                     slo.read_queues(session, ctx.cluster_id, self.guard, now_ms),
                 )
-            cursor = control_repo.load_policy_state(session, ctx.cluster_id, HISTORY_CURSOR)
-            inputs, history_seq = load_inputs(
+            stored = control_repo.load_policy_state(session, ctx.cluster_id, INPUT_CURSORS)
+            inputs, cursors = load_inputs(
                 session,
                 ctx.cluster_id,
                 queues,
                 now_ms,
                 cfg.interval_s,
                 history=self.history,
-                history_after=cursor.get("seq"),
+                cursors=Cursors.from_dict(stored),
+                lag_ms=int(STALE_POLLS * self.poll_interval_s * 1000),
             )
             ledger_before = control_repo.load_policy_state(session, ctx.cluster_id, LEDGER_STATE)
             ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)
@@ -300,7 +301,7 @@ class Controller(LoopService):
             settle,
             floors=floors,
             guard=guard_audit,
-            history_seq=history_seq,
+            cursors=cursors,
         )
 
     def _ledger(
@@ -386,9 +387,9 @@ class Controller(LoopService):
                 control_repo.save_policy_state(
                     session, cid, GUARD, dict(work.guard["state_after"]), work.now_ms
                 )
-            if work.history_seq is not None:
+            if work.cursors is not None:
                 control_repo.save_policy_state(
-                    session, cid, HISTORY_CURSOR, {"seq": work.history_seq}, work.now_ms
+                    session, cid, INPUT_CURSORS, work.cursors.to_dict(), work.now_ms
                 )
             if work.ledger is not None:
                 control_repo.add_ledger_rows(session, cid, work.ledger.rows)

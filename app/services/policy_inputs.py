@@ -3,6 +3,11 @@
 Reads only; the arithmetic is pure (``app.domain.observation``, ``app.control.ledger``). The
 window of a tick is ``(now - T, now]``: a sample taken exactly at the previous tick belongs to
 the previous interval.
+
+Completions are counted from where the last recorded tick stopped (``Cursors``, stored with the
+tick), not by a time window: a completion reaches the database some time after it happened (the
+poll that sees an app end, the JobHistory fetch after it), possibly after the tick whose window
+held its time has read, and a window would then count it nowhere.
 """
 
 from __future__ import annotations
@@ -17,7 +22,13 @@ from app.control.ledger import Poll
 from app.db import control_repo, history_repo
 from app.db.promise_history import app_keys
 from app.domain.model import leaf_name
-from app.domain.observation import ClusterTotals, PolicyInputs, SamplePoint, build_inputs
+from app.domain.observation import (
+    ClusterTotals,
+    Cursors,
+    PolicyInputs,
+    SamplePoint,
+    build_inputs,
+)
 from app.policies.hybridmr.profiles import ProfileBook
 from app.yarn.client import PENDING_APP_STATES
 
@@ -30,12 +41,17 @@ def load_inputs(
     interval_s: float,
     *,
     history: bool = False,
-    history_after: int | None = None,
-) -> tuple[PolicyInputs, int | None]:
-    """Interval averages of every managed queue and the apps completed in the interval; with
+    cursors: Cursors | None = None,
+    lag_ms: int = 0,
+) -> tuple[PolicyInputs, Cursors]:
+    """Interval averages of every managed queue and the apps completed since ``cursors``; with
     ``history`` (a JobHistory server is read) also Fawkes' DD, TT and JS inputs
-    (``app.control.history_view``) and the history cursor to store with the tick (``with_history``;
-    None without history)."""
+    (``app.control.history_view``). Returns the cursors to store with the tick.
+
+    ``lag_ms`` is how late a poll may see an app end (the controller's staleness limit): an app
+    that ended earlier than one interval plus that before this tick (a backlog seen after a
+    restart or an outage) is not counted as this interval's.
+    """
     start = now_ms - int(interval_s * 1000)
     by_time = control_repo.queue_points(session, cluster_id, queues, start + 1, now_ms)
     points: dict[str, list[SamplePoint]] = {q: [] for q in queues}
@@ -43,11 +59,20 @@ def load_inputs(
         for queue, point in row.items():
             points[queue].append(point)
     total = control_repo.latest_totals(session, cluster_id, now_ms) or ClusterTotals(0.0, 0.0)
-    completed = control_repo.completed_apps(session, cluster_id, queues, start, now_ms)
+    cursors = cursors or Cursors()
+    floor = start - lag_ms
+    after = max(cursors.apps_seen_ms if cursors.apps_seen_ms is not None else start, floor)
+    # Polls commit in the order they are taken, so every app a poll up to this one saw end is
+    # in the database: counting through it, and from it next time, counts each app once.
+    through = max(after, control_repo.last_good_poll(session, cluster_id) or after)
+    completed = control_repo.completed_apps(
+        session, cluster_id, queues, after, through, after - lag_ms
+    )
     inputs = build_inputs(now_ms, interval_s, queues, points, total, completed)
     if not history:
-        return inputs, None
-    return with_history(session, cluster_id, inputs, queues, history_after)
+        return inputs, Cursors(through, cursors.history_seq)
+    filled, seq = with_history(session, cluster_id, inputs, queues, cursors.history_seq)
+    return filled, Cursors(through, seq)
 
 
 def with_history(

@@ -12,6 +12,7 @@ from app.db import history_repo, repo
 from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
 from app.db.session import transaction
 from app.domain.history import MAP, REDUCE, MapReduceJob, task_use
+from app.domain.observation import Cursors
 from app.services.history import HistoryCollector
 from app.services.policy_inputs import load_inputs
 from app.yarn.errors import RMUnavailable
@@ -161,8 +162,8 @@ async def test_policy_inputs_read_dd_tt_and_js_from_the_history(db: Db) -> None:
         history_repo.store_job(s, "application_1_0001", job, 16.0, 95_000)
     with db.sessions() as s:
         view, _ = load_inputs(s, cid, ["etl"], 100_000, 10, history=True)
-        plain, cursor = load_inputs(s, cid, ["etl"], 100_000, 10)
-    assert cursor is None  # without history there is nothing to count from
+        plain, cursors = load_inputs(s, cid, ["etl"], 100_000, 10)
+    assert cursors.history_seq is None  # without history there is nothing to count from
     q = view.queues["etl"]
     assert q.waiting_input_bytes == 3015609  # the waiting wc job reads what wc read before
     assert q.completed_tasks == 4  # the history that arrived in the interval
@@ -177,11 +178,11 @@ async def test_completed_tasks_count_once_however_late_the_history_commits(db: D
 
     def tick(now_ms: int, after: int | None) -> tuple[float, int]:
         with db.sessions() as s:
-            inputs, cursor = load_inputs(
-                s, cid, ["etl"], now_ms, 10, history=True, history_after=after
+            inputs, cursors = load_inputs(
+                s, cid, ["etl"], now_ms, 10, history=True, cursors=Cursors(history_seq=after)
             )
-        assert cursor is not None
-        return inputs.queues["etl"].completed_tasks, cursor
+        assert cursors.history_seq is not None
+        return inputs.queues["etl"].completed_tasks, cursors.history_seq
 
     with transaction(db.sessions) as s:
         history_repo.store_job(s, "application_1_0001", job, 16.0, 85_000)  # before the window
@@ -234,3 +235,23 @@ async def test_stored_jobs_read_back_what_phases_and_task_use_need(db: Db) -> No
     assert (back.avg_map_ms, back.avg_shuffle_ms) == (job.avg_map_ms, job.avg_shuffle_ms)
     assert task_use(back, MAP) == task_use(job, MAP)
     assert task_use(back, REDUCE) == task_use(job, REDUCE)
+
+
+def test_a_backlog_of_apps_seen_ending_after_an_outage_is_not_one_intervals_completions(
+    db: Db,
+) -> None:
+    old = _mr("application_1_0001", finished_ms=10_000)  # ended long before
+    recent = _mr("application_1_0002", finished_ms=95_000)  # ended within the interval
+    cid = _setup(db, [])
+    with transaction(db.sessions) as s:
+        repo.upsert_apps(s, cid, [old, recent], now_ms=99_000)  # type: ignore[list-item]
+        cluster = repo.get_cluster(s, "test")
+        assert cluster is not None
+        cluster.last_good_poll_ms = 99_000
+    with db.sessions() as s:
+        # the last tick counted up to 20 s; the sidecar was down since
+        inputs, cursors = load_inputs(
+            s, cid, ["etl"], 100_000, 10, cursors=Cursors(apps_seen_ms=20_000), lag_ms=3_000
+        )
+    assert inputs.queues["etl"].completed_apps == 1
+    assert cursors.apps_seen_ms == 99_000

@@ -34,6 +34,22 @@ def test_upsert_apps_is_idempotent_and_updates_progress(db: Db) -> None:
         assert (row.first_seen_ms, row.updated_ms) == (10, 20)
 
 
+def test_the_first_poll_that_sees_an_app_end_is_kept_through_rewrites(db: Db) -> None:
+    cid = _cluster(db)
+    with transaction(db.sessions) as s:
+        repo.upsert_apps(s, cid, [app("application_1_0001", state="RUNNING")], now_ms=10)
+    done = app("application_1_0001", state="FINISHED", finished_ms=15)
+    for now in (20, 30):  # seen finished at 20, rewritten at 30 (a restart rewrites every app)
+        with transaction(db.sessions) as s:
+            repo.upsert_apps(s, cid, [done, app("application_1_0002", state="RUNNING")], now)
+    with db.sessions() as s:
+        first = s.get(Application, "application_1_0001")
+        running = s.get(Application, "application_1_0002")
+        assert first is not None and running is not None
+        assert (first.final_seen_ms, first.updated_ms) == (20, 30)
+        assert running.final_seen_ms is None
+
+
 def test_latest_queue_state_and_history(db: Db) -> None:
     cid = _cluster(db)
     for t, used in ((100, 1), (200, 3)):

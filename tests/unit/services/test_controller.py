@@ -283,3 +283,25 @@ async def test_a_history_stored_after_a_tick_read_counts_in_the_next_tick_once(d
     second = await ctl.control(120_000)
     third = await ctl.control(180_000)
     assert [counted(r.decision_id) for r in (first, second, third)] == [0.0, 4.0, 0.0]
+
+
+async def test_an_app_seen_ending_after_a_tick_read_counts_in_the_next_tick_once(db: Db) -> None:
+    rm = two_queues()
+    polls(db, rm, 0, 60, a={"pending": 4, "apps": 1}, b={"pending": 4, "apps": 1})
+    ctl = controller(db, rm, config(policy="fawkes:JT", mode="advise"))
+
+    def counted(report_id: int | None) -> int:
+        queues = decision(db, report_id).inputs["policy_inputs"]["queues"]
+        return int(queues["root.a"]["completed_apps"])
+
+    first = await ctl.control(60_000)
+    # The app ended at 59.5 s on the RM's clock; the first poll that saw it ended was taken at
+    # 61 s, after the 60 s tick had read. A window of finish times (60 s, 120 s] misses it.
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
+        done = app("application_1_0001", queue="a", state="FINISHED", finished_ms=59_500)
+        repo.upsert_apps(s, cid, [done], 61_000)
+    polls(db, rm, 70, 180, a={"pending": 4, "apps": 1}, b={"pending": 4, "apps": 1})
+    second = await ctl.control(120_000)
+    third = await ctl.control(180_000)
+    assert [counted(r.decision_id) for r in (first, second, third)] == [0, 1, 0]
