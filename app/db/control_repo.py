@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.control.ledger import LedgerRow
 from app.db.control_models import ConfigPush, ControlConfig, LedgerEntry, PolicyState
-from app.db.models import Application, Cluster, ClusterSample, Decision, Queue, QueueSample
+from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import queue_names
 from app.domain.observation import ClusterTotals, SamplePoint
@@ -159,11 +159,6 @@ def completed_apps(
         .group_by(Application.queue)
     )
     return per_managed_queue({name: int(n) for name, n in session.execute(stmt).all()}, queues)
-
-
-def last_good_poll(session: Session, cluster_id: int) -> int | None:
-    """When the newest committed good poll was taken."""
-    return session.scalar(select(Cluster.last_good_poll_ms).where(Cluster.id == cluster_id))
 
 
 def per_managed_queue(counts: Mapping[str, int], queues: Sequence[str]) -> dict[str, int]:

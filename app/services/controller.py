@@ -254,6 +254,7 @@ class Controller(LoopService):
                 history=self.history,
                 cursors=Cursors.from_dict(stored),
                 lag_ms=int(STALE_POLLS * self.poll_interval_s * 1000),
+                polled_ms=ctx.last_good_poll_ms,
             )
             ledger_before = control_repo.load_policy_state(session, ctx.cluster_id, LEDGER_STATE)
             ledger = self._ledger(session, ctx, queues, ledger_before, now_ms)

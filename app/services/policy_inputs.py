@@ -43,6 +43,7 @@ def load_inputs(
     history: bool = False,
     cursors: Cursors | None = None,
     lag_ms: int = 0,
+    polled_ms: int | None = None,
 ) -> tuple[PolicyInputs, Cursors]:
     """Interval averages of every managed queue and the apps completed since ``cursors``; with
     ``history`` (a JobHistory server is read) also Fawkes' DD, TT and JS inputs
@@ -50,7 +51,8 @@ def load_inputs(
 
     ``lag_ms`` is how late a poll may see an app end (the controller's staleness limit): an app
     that ended earlier than one interval plus that before this tick (a backlog seen after a
-    restart or an outage) is not counted as this interval's.
+    restart or an outage) is not counted as this interval's. ``polled_ms`` is the newest good poll
+    the caller has read (the controller's context): completed apps are counted up to it.
     """
     start = now_ms - int(interval_s * 1000)
     by_time = control_repo.queue_points(session, cluster_id, queues, start + 1, now_ms)
@@ -64,7 +66,7 @@ def load_inputs(
     after = max(cursors.apps_seen_ms if cursors.apps_seen_ms is not None else start, floor)
     # Polls commit in the order they are taken, so every app a poll up to this one saw end is
     # in the database: counting through it, and from it next time, counts each app once.
-    through = max(after, control_repo.last_good_poll(session, cluster_id) or after)
+    through = max(after, polled_ms if polled_ms is not None else after)
     completed = control_repo.completed_apps(
         session, cluster_id, queues, after, through, after - lag_ms
     )

@@ -245,13 +245,17 @@ def test_a_backlog_of_apps_seen_ending_after_an_outage_is_not_one_intervals_comp
     cid = _setup(db, [])
     with transaction(db.sessions) as s:
         repo.upsert_apps(s, cid, [old, recent], now_ms=99_000)  # type: ignore[list-item]
-        cluster = repo.get_cluster(s, "test")
-        assert cluster is not None
-        cluster.last_good_poll_ms = 99_000
     with db.sessions() as s:
-        # the last tick counted up to 20 s; the sidecar was down since
+        # the last tick counted up to 20 s; the sidecar was down since; the poll at 99 s saw both
         inputs, cursors = load_inputs(
-            s, cid, ["etl"], 100_000, 10, cursors=Cursors(apps_seen_ms=20_000), lag_ms=3_000
+            s,
+            cid,
+            ["etl"],
+            100_000,
+            10,
+            cursors=Cursors(apps_seen_ms=20_000),
+            lag_ms=3_000,
+            polled_ms=99_000,
         )
     assert inputs.queues["etl"].completed_apps == 1
     assert cursors.apps_seen_ms == 99_000

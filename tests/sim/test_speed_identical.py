@@ -22,13 +22,21 @@ def _reference_room(self: TaskCluster, q: int) -> int:
     return math.floor(self.max_shares[q] * self.capacity - self.used_by_queue()[q] + _EPS)
 
 
-def _outcome(policy: str, seed: int) -> tuple[dict[str, object], list[tuple[str, float | None]]]:
-    jobs = trace.synthetic(trace.SyntheticSpec(jobs=120, mean_interarrival_s=5.0), seed)
-    jobs = experiment.with_deadlines(jobs, "Fixed2x", 60, seed)
-    result = experiment.run_policy(policy, jobs, ClusterSpec(60), model="tasks")
+Outcome = tuple[dict[str, object], list[tuple[str, float | None]], list[float]]
+
+
+def _run(policy: str, seed: int, model: str, jobs: int = 300, gap_s: float = 2.0) -> Outcome:
+    """Every headline number, every end time and every discrimination step of one run."""
+    trace_jobs = trace.synthetic(trace.SyntheticSpec(jobs=jobs, mean_interarrival_s=gap_s), seed)
+    trace_jobs = experiment.with_deadlines(trace_jobs, "Fixed2x", 60, seed)
+    result = experiment.run_policy(policy, trace_jobs, ClusterSpec(60), model=model)
     ends = sorted((r.job.job_id, r.end_s) for r in result.runs)
     summary = {k: v for k, v in result.summary().items() if k != "wall_s"}
-    return summary, ends
+    return summary, ends, list(result.series.factor)
+
+
+def _outcome(policy: str, seed: int) -> Outcome:
+    return _run(policy, seed, "tasks", jobs=120, gap_s=5.0)
 
 
 @pytest.mark.parametrize("policy", ["baseline-fs", "fawkes:TD"])
@@ -41,13 +49,8 @@ def test_task_model_room_is_identical_to_the_reference(
     assert fast == slow  # exact: every end time and every headline number
 
 
-def _fluid(policy: str, seed: int) -> tuple[dict[str, object], list[tuple[str, float | None]]]:
-    jobs = trace.synthetic(trace.SyntheticSpec(jobs=300, mean_interarrival_s=2.0), seed)
-    jobs = experiment.with_deadlines(jobs, "Fixed2x", 60, seed)
-    result = experiment.run_policy(policy, jobs, ClusterSpec(60), model="fluid")
-    ends = sorted((r.job.job_id, r.end_s) for r in result.runs)
-    summary = {k: v for k, v in result.summary().items() if k != "wall_s"}
-    return summary, ends
+def _fluid(policy: str, seed: int) -> Outcome:
+    return _run(policy, seed, "fluid")
 
 
 @pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:TT", "ltrf"])
@@ -130,15 +133,6 @@ def _reference_observe(self: Simulation) -> dict[str, QueueObservation]:
 def test_one_pass_observation_is_identical_to_the_reference(
     policy: str, model: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobs = trace.synthetic(trace.SyntheticSpec(jobs=300, mean_interarrival_s=2.0), 4)
-    jobs = experiment.with_deadlines(jobs, "Fixed2x", 60, 4)
-
-    def outcome() -> tuple[dict[str, object], list[tuple[str, float | None]], list[float]]:
-        result = experiment.run_policy(policy, jobs, ClusterSpec(60), model=model)
-        ends = sorted((r.job.job_id, r.end_s) for r in result.runs)
-        summary = {k: v for k, v in result.summary().items() if k != "wall_s"}
-        return summary, ends, list(result.series.factor)
-
-    fast = outcome()
+    fast = _run(policy, 4, model)
     monkeypatch.setattr(Simulation, "_observe", _reference_observe)
-    assert outcome() == fast  # exact: every end time, headline number and discrimination step
+    assert _run(policy, 4, model) == fast  # exact: every end time, headline number and step
