@@ -35,11 +35,16 @@ or waste work on real traces:
 * Learning-aware kills: a running job past its deadline is killed (continuing only wastes
   capacity), unless it is small (``learn_cpus`` vcores or fewer) and its signature has fewer runs
   than the estimator needs (its completion is what teaches the estimator that signature).
-* Small tries (``_tries``): a job that runs whole on ``learn_cpus`` vcores or fewer, whose bound
-  misses its deadline but whose central estimate meets it, is started when capacity is free after
-  the promised jobs, instead of being refused: it risks at most that many vcores for its deadline.
-  On the evaluation grid this raised SDR in 52 of 112 cells and lowered it in none; WTR rose by
-  at most 0.0001 (``docs/evaluation.md``).
+* Tries (``_tries``): a job whose bound misses its deadline but that some of its history says
+  would meet it is not hopeless. It is started on capacity free after the promised jobs when its
+  chance of meeting the deadline, ``p`` (the share of its history samples whose work fits), is
+  worth what a miss would waste: ``p * mean_work > waste_price * (1 - p) * waste``, one met
+  deadline against the work a miss burns before its kill, in units of the arrivals' mean work
+  (SDR counts jobs, WTR counts work). Small jobs are tried on small chances, jobs that would hold
+  much of the cluster only when nearly sure. Without an arrival rate only jobs that run whole on
+  ``learn_cpus`` vcores are tried, when their median fits. On the evaluation grid tries raised
+  SDR in 52 of 112 cells and lowered it in none; WTR rose in 38, above 0.02 in six
+  (``docs/evaluation.md``).
 
 ``am_containers`` is booked per job on top of its task grant (YARN starts one ApplicationMaster
 container per application that no task grant counts); the simulator's thesis model has none.
@@ -48,6 +53,7 @@ Pure: no I/O, no clock (``now_s`` is an argument).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -117,6 +123,7 @@ class PromiseParams:
     am_containers: int = 0
     learn_cpus: int = 1
     crowd_out: bool = True
+    waste_price: float = 1.0
 
 
 class Decision(NamedTuple):
@@ -203,6 +210,8 @@ def admit(
     """
     if capacity < 1:
         raise PolicyError("capacity", f"must be >= 1, got {capacity}")
+    # Mean work of an arriving job: the unit a try's possible waste is priced in (``_tries``).
+    mean_work = load.vcores / load.jobs_per_s if load is not None and load.jobs_per_s > 0 else None
     if not params.crowd_out:
         load = None
     if free < 0:
@@ -241,9 +250,8 @@ def admit(
         releases.append((end_u, r.cpus + am))
 
     cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
-    # Small jobs whose bound misses the deadline but whose central estimate meets it
-    # (``_tries``): (latest start at the central estimate, job, estimate, grant).
-    tries: list[tuple[float, WaitingJob, Estimate, int]] = []
+    # Jobs whose bound misses the deadline but that may still meet it (``_tries``).
+    tries: list[_Try] = []
     for j in waiting:
         limit = min(j.tasks, capacity - am)
         est = _estimate(estimator, j.keys, j.tasks, j.deadline_s, capacity)
@@ -258,11 +266,13 @@ def admit(
         due = j.deadline_at - est.overhead_s
         fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am)
         if fin > due + _EPS:
-            # only a job that runs whole on ``learn_cpus`` vcores is tried (``_tries``)
-            small = j.tasks <= min(limit, params.learn_cpus)
-            g_try = min_grant(j.tasks, j.tasks, est.point / j.tasks, due - now_s) if small else None
-            if g_try is not None:
-                tries.append((due - waves(j.tasks, g_try) * est.point / j.tasks, j, est, g_try))
+            works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
+            # the latest start from which it may still meet the deadline: its smallest predicted
+            # work, or its median where only small jobs are tried at their median
+            lowest = works[0] if mean_work is not None else est.point
+            lst_try = due - waves(j.tasks, limit) * lowest / j.tasks
+            if lst_try >= now_s - _EPS and (mean_work is not None or j.tasks <= params.learn_cpus):
+                tries.append(_Try(lst_try, j, est, works, limit))
                 continue
             fin += est.overhead_s
             out.append(
@@ -381,53 +391,90 @@ def admit(
                 source=est.source,
             )
         )
-    _tries(tries, avail, am, now_s, out, queued)
+    _tries(tries, avail, am, now_s, out, queued, load, mean_work, capacity, params.waste_price)
     out.extend(queued)
     return out
 
 
+class _Try(NamedTuple):
+    lst: float  # latest start with any chance (its smallest predicted work)
+    job: WaitingJob
+    est: Estimate
+    works: list[float]  # predicted work per history sample, ascending
+    limit: int
+
+
 def _tries(
-    tries: list[tuple[float, WaitingJob, Estimate, int]],
+    tries: list[_Try],
     avail: int,
     am: int,
     now_s: float,
     out: list[Decision],
     queued: list[Decision],
+    load: Load | None,
+    mean_work: float | None,
+    capacity: int,
+    price: float,
 ) -> None:
-    """Start the small jobs whose bound misses their deadline where the central estimate meets
-    it, with what the promised jobs left (``avail``).
+    """Start, with what the promised jobs left (``avail``), the jobs whose bound misses their
+    deadline but whose chance of meeting it is worth what a miss would waste.
 
-    The bound is what keeps promises to the other jobs and keeps waste low. A job that runs whole
-    on at most ``learn_cpus`` vcores (the size the kill rule already lets run on; one task by
-    default) wastes at most that many vcores for its deadline if it misses, and more likely than
-    not it does not (the central estimate is the median). Refusing it outright loses a deadline a
-    plain scheduler would have met: a one-task job whose deadline is its typical run time is
-    refused by any bound above its own run time. It gets only capacity free now after every
-    promised job, earliest latest start first, and holds no reservation; one that cannot start
-    waits, and is dropped once even its central estimate can no longer finish in time. Its ETA is
-    the central estimate; it is killed at its deadline like any other job.
+    The bound is what keeps promises to the other jobs; a job that only its bound rules out is
+    not hopeless. Its chance ``p`` of meeting the deadline on the vcores free now is the share of
+    its history samples (the estimate's own distribution) whose work fits; if it misses it is
+    killed at its deadline, having used at most its grant until then (``waste``). It is tried
+    when the expected gain beats the expected loss, in the same units SDR and WTR use: one met
+    deadline is one job of the run, and wasted work counts against the run's work, so a miss's
+    waste is worth ``waste / mean_work`` jobs (``mean_work``: the recent arrivals' mean work,
+    from ``LoadMeter``). Hence ``p * mean_work > (1 - p) * waste``: a one-vcore job is tried on a
+    small chance, a job that would hold much of the cluster only when it is nearly sure. Its grant
+    is the smallest that gives that chance; it must not crowd out arrivals worth more than ``p``
+    (``_crowded_out``). Without an arrival rate (``mean_work`` None) only jobs that run whole on
+    ``learn_cpus`` vcores are tried, when their median fits. A tried job holds no reservation and
+    has its central estimate as its ETA; one that cannot start waits, and is dropped once even its
+    smallest predicted work can no longer finish in time.
     """
-    for lst, j, est, g in sorted(tries, key=lambda t: (t[0], t[1].id)):
-        task_p = est.point / j.tasks
-        finish = now_s + est.overhead_s + waves(j.tasks, g) * task_p
-        if g + am <= avail:
-            avail -= g + am
-            out.append(
-                Decision(
-                    "admit",
-                    j.id,
-                    g,
-                    f"tried on {g} vcores: its bound misses the deadline {j.deadline_at:g}, its "
-                    f"central estimate finishes by {finish:g} ({est.source})",
-                    start_s=now_s,
-                    finish_s=finish,
-                    finish_point_s=finish,
-                    work_bound=est.upper,
-                    source=est.source,
-                )
+    for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
+        j, est = t.job, t.est
+        due = j.deadline_at - est.overhead_s
+        g_max = min(t.limit, avail - am)
+        chosen: tuple[int, float] | None = None
+        if g_max >= 1:
+            g_max = aligned(j.tasks, g_max)
+            fit = (due - now_s) * j.tasks / waves(j.tasks, g_max)
+            n_fit = bisect.bisect_right(t.works, fit * (1 + 1e-12))
+            if n_fit:
+                p = n_fit / len(t.works)
+                g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s) or g_max
+                waste = (g + am) * max(0.0, j.deadline_at - now_s)
+                # without an arrival rate only small jobs get here, and their median must fit
+                worth = p >= 0.5
+                if mean_work is not None:
+                    worth = p * mean_work > price * (1 - p) * waste
+                hold_s = waves(j.tasks, g) * est.point / j.tasks
+                if worth and _crowded_out(load, capacity, avail, g + am, hold_s) < p:
+                    chosen = (g, p)
+        if chosen is None:
+            queued.append(_queued(j, est, t.lst, "vcores free enough to try it (its bound misses)"))
+            continue
+        g, p = chosen
+        avail -= g + am
+        finish = now_s + est.overhead_s + waves(j.tasks, g) * est.point / j.tasks
+        out.append(
+            Decision(
+                "admit",
+                j.id,
+                g,
+                f"tried on {g} vcores: its bound misses the deadline {j.deadline_at:g}; "
+                f"{p:.0%} of its history fits, central estimate finishes by {finish:g} "
+                f"({est.source})",
+                start_s=now_s,
+                finish_s=finish,
+                finish_point_s=finish,
+                work_bound=est.upper,
+                source=est.source,
             )
-        else:
-            queued.append(_queued(j, est, lst, f"{g + am} vcores free (tried when free: small)"))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,8 +579,18 @@ PARAMS: tuple[ParamSpec, ...] = (
         1,
         "small jobs: late jobs at or below this grant whose signature is still learning run on "
         "instead of being killed, and jobs that run whole on this many vcores are tried when "
-        "their bound misses the deadline but their central estimate meets it (0: neither)",
+        "their bound misses the deadline but their central estimate meets it, when no arrival "
+        "rate is known (0: neither)",
         minimum=0,
+    ),
+    ParamSpec(
+        "waste_price",
+        float,
+        1.0,
+        "tries: a job whose bound misses its deadline is started when its chance p of meeting it "
+        "(the share of its history that fits) gives p * mean job work > waste_price * (1 - p) * "
+        "the work a miss would waste; higher values waste less and try fewer jobs",
+        minimum=0.0,
     ),
 )
 
@@ -557,5 +614,8 @@ def make_params(values: Mapping[str, Any] | None = None) -> dict[str, Any]:
 def promise_params(values: Mapping[str, Any]) -> PromiseParams:
     """The planner's part of the validated parameters."""
     return PromiseParams(
-        int(values["am_containers"]), int(values["learn_cpus"]), bool(values["crowd_out"])
+        int(values["am_containers"]),
+        int(values["learn_cpus"]),
+        bool(values["crowd_out"]),
+        float(values["waste_price"]),
     )

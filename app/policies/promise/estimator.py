@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -225,21 +225,40 @@ class Estimator:
         and until then the ratio (Justice's predictor, and the thesis' assumption that a deadline
         is achievable with full parallelism on an empty cluster).
         """
+        return self._bounding(keys, tasks, deadline_s, max_cpus)[0]
+
+    def works(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> list[float]:
+        """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
+        its quantiles from) predicts it, ascending: the estimate's whole distribution."""
+        _, data, scale = self._bounding(keys, tasks, deadline_s, max_cpus)
+        return sorted(v * scale for v in data)
+
+    def _bounding(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> tuple[Estimate, Sequence[float], float]:
+        """The estimate with the samples it comes from and their scale (work = scale * sample)."""
         absolute, relative = self._predict(keys, tasks, deadline_s, max_cpus)
-        if absolute is None or relative is None:
-            best = absolute or relative
-            if best is None:
+        use_absolute = relative is None
+        if absolute is not None and relative is not None:
+            s = self._series.get(keys.signature)
+            need = self.params.min_samples
+            if s is not None and s.scored[0] >= need and s.scored[1] >= need:
+                ea, er = s.mean_error(0), s.mean_error(1)
+                assert ea is not None and er is not None
+                use_absolute = ea < er
+        if use_absolute:
+            picked = self._pick(keys, ratio=False)
+            if absolute is None or picked is None:
                 raise PolicyError(
                     "deadline_s", "no history and no deadline: nothing to estimate from"
                 )
-            return best
-        s = self._series.get(keys.signature)
-        need = self.params.min_samples
-        if s is not None and s.scored[0] >= need and s.scored[1] >= need:
-            ea, er = s.mean_error(0), s.mean_error(1)
-            assert ea is not None and er is not None
-            return absolute if ea < er else relative
-        return relative
+            return absolute, picked[1], float(tasks)
+        assert relative is not None
+        picked = self._pick(keys, ratio=True)
+        scale = (deadline_s or 0.0) * max_cpus
+        return relative, (picked[1] if picked is not None else (1.0,)), scale
 
     def learn(self, outcome: Outcome) -> Estimator:
         """Add one completed run to every key of its chain; returns ``self``."""

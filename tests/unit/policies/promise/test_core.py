@@ -197,7 +197,7 @@ def test_a_one_task_job_whose_central_estimate_fits_is_tried_when_a_vcore_is_fre
     assert d.action == "drop" and d.earliest_finish_s == pytest.approx(24.0)
 
 
-def test_a_try_takes_only_what_promised_jobs_leave_and_only_one_task_jobs_are_tried() -> None:
+def test_without_an_arrival_rate_only_one_task_jobs_are_tried_after_promised_jobs() -> None:
     est = _one_task_runs(10, 11, 12, 13, 20)
     promised = core.WaitingJob("promised", tasks=1, deadline_s=30.0, submitted_s=0.0, keys=K)
     tried = core.WaitingJob("tried", tasks=1, deadline_s=15.0, submitted_s=0.0, keys=K)
@@ -213,3 +213,46 @@ def test_a_try_takes_only_what_promised_jobs_leave_and_only_one_task_jobs_are_tr
     off = core.PromiseParams(learn_cpus=0)
     (d,) = core.admit([tried], [], free=4, capacity=4, now_s=0.0, estimator=est, params=off)
     assert d.action == "drop"
+
+
+def _four_task_runs(*task_s: float) -> Estimator:
+    est = Estimator()
+    for t in task_s:
+        est.learn(Outcome(K, tasks=4, work=4 * t, deadline_s=None, max_cpus=4))
+    return est
+
+
+def test_a_larger_job_is_tried_when_its_chance_is_worth_what_a_miss_would_waste() -> None:
+    # works 40, 44, 48, 52, 80: bound one 20 s wave on 4 vcores misses a 15 s deadline; four of
+    # five runs (p = 0.8) fit in one 15 s wave. A miss wastes 4 vcores x 15 s = 60.
+    est = _four_task_runs(10, 11, 12, 13, 20)
+    job = core.WaitingJob("big", tasks=4, deadline_s=15.0, submitted_s=0.0, keys=K)
+    busy = core.Load(jobs_per_s=0.01, vcores=1.0)  # mean work 100 > 0.2 x 60 / 0.8 = 15
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=busy)
+    assert (d.action, d.cpus) == ("admit", 4)
+    assert "80% of its history fits" in d.reason and d.finish_s == pytest.approx(12.0)
+    # arrivals whose mean work is 10: a miss would waste six of them, not worth a 0.8 chance
+    small = core.Load(jobs_per_s=0.1, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=small)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(5.0)
+    # the price is the operator's: ten times dearer waste, and the same chance is not enough
+    dear = core.PromiseParams(waste_price=10.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, dear, load=busy)
+    assert d.action == "queue"
+    # with 2 vcores free no run of its history fits two waves in 15 s: it waits
+    (d,) = core.admit([job], [], 2, 8, 0.0, est, P, load=busy)
+    assert d.action == "queue"
+    # once even its smallest run (40 in one wave: start by 5 s) cannot finish: dropped
+    (d,) = core.admit([job], [], 8, 8, 6.0, est, P, load=busy)
+    assert d.action == "drop"
+
+
+def test_a_try_gets_the_smallest_grant_that_keeps_its_chance() -> None:
+    # task seconds 5, 6, 7, 8, 20: the bound (one 20 s wave) misses a 19 s deadline; on 4
+    # vcores four of five runs fit, and the largest of those (8 s tasks) fits two waves on 2
+    est = _four_task_runs(5, 6, 7, 8, 20)
+    job = core.WaitingJob("mid", tasks=4, deadline_s=19.0, submitted_s=0.0, keys=K)
+    busy = core.Load(jobs_per_s=0.01, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=busy)
+    assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
+    assert "80% of its history fits" in d.reason

@@ -108,3 +108,16 @@ def test_start_up_comes_from_the_most_specific_key_with_enough_runs() -> None:
     assert est.entries()["sigA"]["overhead_s_upper"] == 9.0
     # the work bound is unaffected by start-up
     assert est.estimate(A, 2, 100.0, 2).upper == pytest.approx(40.0)
+
+
+def test_works_is_the_distribution_the_bound_is_a_quantile_of() -> None:
+    keys = Keys("sig", "user", "queue")
+    est = Estimator()
+    for w in (60.0, 100.0, 80.0):  # deadline 100 s on 2 vcores: ratios 0.3, 0.5, 0.4
+        est.learn(Outcome(keys, tasks=2, work=w, deadline_s=100.0, max_cpus=2))
+    # the ratio predictor bounds (too few scored predictions to prefer task seconds): each ratio
+    # scaled by this job's own deadline window, 50 s on 2 vcores
+    assert est.works(keys, 2, 50.0, 2) == pytest.approx([30.0, 40.0, 50.0])
+    assert est.estimate(keys, 2, 50.0, 2).upper == pytest.approx(50.0)
+    # with no deadline only task seconds predict: 30, 40, 50 per task, times 4 tasks
+    assert est.works(keys, 4, None, 4) == pytest.approx([120.0, 160.0, 200.0])
