@@ -7,6 +7,8 @@ Every learned observation (``estimator_observations``: tasks, deadline, ``comp_t
 tags), in observation order, so the same database always gives the same estimator: a restart
 rebuilds exactly what was there (``load_estimator``). ``EstimatorCache`` keeps the rebuilt
 estimator between rounds and only learns the observations added since (incremental update).
+``ArrivalMeter`` measures the rate and mean work of the sidecar's own submissions, Promise's
+``load`` (crowd-out and the price of a try), as the simulator measures it at each arrival.
 
 What Promise learns is the tasks' work, not the application's: ``vcoreSeconds`` also counts the
 ApplicationMaster's container for its whole life, which admission books apart
@@ -29,6 +31,7 @@ from sqlalchemy.orm import Session
 from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application
 from app.domain.tags import HOLDING_STATES, QUEUED
+from app.policies.base import PolicyError
 from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome
 from app.policies.promise.signature import Keys, keys_for
@@ -149,6 +152,53 @@ class EstimatorCache:
             self.mark = mark
             self.learned += 1
         return self.estimator
+
+
+# Arrivals older than five time constants weigh under 1 % of a new one (e^-5): not read.
+_HORIZON_TAUS = 5.0
+# A submission is stamped before its batch commits, and another process's batch may commit
+# after a round read past its stamp: each refresh re-reads this far back and skips ids counted.
+_LATE_MS = 60_000
+
+
+@dataclass
+class ArrivalMeter:
+    """The arrival rate of deadline jobs and the work they ask for (``core.LoadMeter``), fed
+    from the jobs table: incremental between rounds, rebuilt from the last five time constants
+    of submissions after a restart. Each arrival's work is its estimate's central value when the
+    meter first reads it (the simulator takes it at the arrival)."""
+
+    tau_s: float = 3600.0
+    meter: core.LoadMeter | None = None
+    mark_ms: int = 0
+    seen: dict[str, int] = field(default_factory=dict)  # ids counted in the late window
+
+    def refresh(
+        self, session: Session, estimator: Estimator, capacity: int, now_ms: int
+    ) -> core.Load:
+        """Count the submissions not counted yet and return the rates as of ``now_ms``."""
+        if self.meter is None:
+            self.meter = core.LoadMeter(self.tau_s)
+            self.mark_ms = now_ms - int(_HORIZON_TAUS * self.tau_s * 1000)
+        stmt = (
+            select(Job)
+            .where(Job.submitted_ms >= self.mark_ms - _LATE_MS, Job.submitted_ms <= now_ms)
+            .order_by(Job.submitted_ms, Job.id)
+        )
+        for job in session.scalars(stmt):
+            if job.id in self.seen:
+                continue
+            self.seen[job.id] = job.submitted_ms
+            self.mark_ms = max(self.mark_ms, job.submitted_ms)
+            n = job.requested_tasks
+            try:
+                work = estimator.estimate(job_keys(job), n, job.deadline_s, min(n, capacity))
+            except PolicyError:
+                continue  # nothing to estimate it from: it counts as no arrival
+            self.meter.arrive(job.submitted_ms / 1000, work.point)
+        cutoff = self.mark_ms - _LATE_MS
+        self.seen = {k: v for k, v in self.seen.items() if v >= cutoff}
+        return self.meter.load(now_ms / 1000)
 
 
 def admission_jobs(

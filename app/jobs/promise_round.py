@@ -34,7 +34,7 @@ from app.control import floors
 from app.db import jobs_repo
 from app.db.jobs_models import JobDecision
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
-from app.db.promise_history import EstimatorCache, admission_jobs
+from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
 from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
@@ -44,6 +44,7 @@ from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, params_from
 
 _CACHES: dict[str, EstimatorCache] = {}
+_METERS: dict[str, ArrivalMeter] = {}
 
 
 def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimator:
@@ -53,6 +54,15 @@ def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimat
     if cache is None:
         cache = _CACHES[key] = EstimatorCache(params_from(values))
     return cache.refresh(session, cap)
+
+
+def arrivals(session: Session, est: Estimator, cap: int, now_ms: int) -> core.Load:
+    """Recent arrivals of deadline jobs (cached per database, like the estimator)."""
+    key = str(session.get_bind().engine.url)
+    meter = _METERS.get(key)
+    if meter is None:
+        meter = _METERS[key] = ArrivalMeter()
+    return meter.refresh(session, est, cap, now_ms)
 
 
 def foreign_vcores(session: Session, queue: str) -> int:
@@ -145,7 +155,9 @@ def promise_round(
     holdable = _holdable(session, cfg, cap, deadline_queue)
     free = max(holdable - foreign - booked, 0)
     now = now_ms / 1000
-    decisions: list[core.Decision] = list(policy.admit(waiting, running, free, cap, now, est))
+    load = arrivals(session, est, cap, now_ms)
+    planner = core.promise_params(values)
+    decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
     numbers = {
         "trigger": trigger,
         "capacity": cap,
@@ -155,6 +167,8 @@ def promise_round(
         "free_cpus": free,
         "waiting": len(waiting),
         "running": len(running),
+        "arrivals_per_h": round(load.jobs_per_s * 3600, 3),
+        "arrival_vcores": round(load.vcores, 3),
     }
     recorded: list[core.Decision] = []
     for d in decisions:
@@ -220,7 +234,8 @@ def current_eta(
             booked = core.booked_floor(running, params)
             holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
             free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
-            for d in core.admit(waiting, running, free, cap, now_ms / 1000, est, params):
+            load = arrivals(session, est, cap, now_ms)
+            for d in core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load):
                 if d.job_id == job_id:
                     return d.to_dict()
     for row in reversed(jobs_repo.decisions_of(session, job_id)):

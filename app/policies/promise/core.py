@@ -41,10 +41,10 @@ or waste work on real traces:
   worth what a miss would waste: ``p * mean_work > waste_price * (1 - p) * waste``, one met
   deadline against the work a miss burns before its kill, in units of the arrivals' mean work
   (SDR counts jobs, WTR counts work). Small jobs are tried on small chances, jobs that would hold
-  much of the cluster only when nearly sure. Without an arrival rate only jobs that run whole on
-  ``learn_cpus`` vcores are tried, when their median fits. On the evaluation grid tries raised
-  SDR in 52 of 112 cells and lowered it in none; WTR rose in 38, above 0.02 in six
-  (``docs/evaluation.md``).
+  much of the cluster only when nearly sure; one not worth trying even on all it could use is
+  refused at once. Without an arrival rate only jobs that run whole on ``learn_cpus`` vcores are
+  tried, when their median fits. On the evaluation grid tries raised SDR in 52 of 112 cells and
+  lowered it in none; WTR rose in 38, above 0.02 in eight (``docs/evaluation.md``).
 
 ``am_containers`` is booked per job on top of its task grant (YARN starts one ApplicationMaster
 container per application that no task grant counts); the simulator's thesis model has none.
@@ -271,8 +271,14 @@ def admit(
             # work, or its median where only small jobs are tried at their median
             lowest = works[0] if mean_work is not None else est.point
             lst_try = due - waves(j.tasks, limit) * lowest / j.tasks
-            if lst_try >= now_s - _EPS and (mean_work is not None or j.tasks <= params.learn_cpus):
-                tries.append(_Try(lst_try, j, est, works, limit))
+            cand = _Try(lst_try, j, est, works, limit)
+            # worth trying on the most it could ever get (all it can use, now); else refused now
+            if (
+                lst_try >= now_s - _EPS
+                and (mean_work is not None or j.tasks <= params.learn_cpus)
+                and _try_at(cand, limit, now_s, am, mean_work, params.waste_price) is not None
+            ):
+                tries.append(cand)
                 continue
             fin += est.overhead_s
             out.append(
@@ -404,6 +410,29 @@ class _Try(NamedTuple):
     limit: int
 
 
+def _try_at(
+    t: _Try, g_max: int, now_s: float, am: int, mean_work: float | None, price: float
+) -> tuple[int, float] | None:
+    """``(grant, p)`` if trying ``t.job`` on at most ``g_max`` vcores from ``now_s`` is worth
+    what a miss would waste (``_tries``), else None."""
+    j, est = t.job, t.est
+    if g_max < 1:
+        return None
+    due = j.deadline_at - est.overhead_s
+    g_max = aligned(j.tasks, g_max)
+    fit = (due - now_s) * j.tasks / waves(j.tasks, g_max)
+    n_fit = bisect.bisect_right(t.works, fit * (1 + 1e-12))
+    if n_fit == 0:
+        return None
+    p = n_fit / len(t.works)
+    # the smallest grant on which the same runs of its history still fit
+    g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s) or g_max
+    if mean_work is None:
+        return (g, p) if p >= 0.5 else None  # small jobs only (caller): their median fits
+    waste = (g + am) * max(0.0, j.deadline_at - now_s)
+    return (g, p) if p * mean_work > price * (1 - p) * waste else None
+
+
 def _tries(
     tries: list[_Try],
     avail: int,
@@ -426,34 +455,24 @@ def _tries(
     when the expected gain beats the expected loss, in the same units SDR and WTR use: one met
     deadline is one job of the run, and wasted work counts against the run's work, so a miss's
     waste is worth ``waste / mean_work`` jobs (``mean_work``: the recent arrivals' mean work,
-    from ``LoadMeter``). Hence ``p * mean_work > (1 - p) * waste``: a one-vcore job is tried on a
-    small chance, a job that would hold much of the cluster only when it is nearly sure. Its grant
-    is the smallest that gives that chance; it must not crowd out arrivals worth more than ``p``
-    (``_crowded_out``). Without an arrival rate (``mean_work`` None) only jobs that run whole on
-    ``learn_cpus`` vcores are tried, when their median fits. A tried job holds no reservation and
-    has its central estimate as its ETA; one that cannot start waits, and is dropped once even its
-    smallest predicted work can no longer finish in time.
+    from ``LoadMeter``). Hence ``p * mean_work > waste_price * (1 - p) * waste``: a one-vcore job
+    is tried on a small chance, a job that would hold much of the cluster only when nearly sure.
+    Its grant is the smallest that gives that chance; it must not crowd out arrivals worth more
+    than ``p`` (``_crowded_out``). Without an arrival rate (``mean_work`` None) only jobs that run
+    whole on ``learn_cpus`` vcores are tried, when their median fits. A job not worth trying even
+    on all it can use is refused at once (``admit``); one that is worth it but cannot start on
+    what is free waits, holding no reservation, and is dropped once even its smallest predicted
+    work can no longer finish in time. A tried job's ETA is its central estimate; it is killed
+    at its deadline like any other job.
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
         j, est = t.job, t.est
-        due = j.deadline_at - est.overhead_s
-        g_max = min(t.limit, avail - am)
-        chosen: tuple[int, float] | None = None
-        if g_max >= 1:
-            g_max = aligned(j.tasks, g_max)
-            fit = (due - now_s) * j.tasks / waves(j.tasks, g_max)
-            n_fit = bisect.bisect_right(t.works, fit * (1 + 1e-12))
-            if n_fit:
-                p = n_fit / len(t.works)
-                g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s) or g_max
-                waste = (g + am) * max(0.0, j.deadline_at - now_s)
-                # without an arrival rate only small jobs get here, and their median must fit
-                worth = p >= 0.5
-                if mean_work is not None:
-                    worth = p * mean_work > price * (1 - p) * waste
-                hold_s = waves(j.tasks, g) * est.point / j.tasks
-                if worth and _crowded_out(load, capacity, avail, g + am, hold_s) < p:
-                    chosen = (g, p)
+        chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price)
+        if chosen is not None:
+            g, p = chosen
+            hold_s = waves(j.tasks, g) * est.point / j.tasks
+            if _crowded_out(load, capacity, avail, g + am, hold_s) >= p:
+                chosen = None
         if chosen is None:
             queued.append(_queued(j, est, t.lst, "vcores free enough to try it (its bound misses)"))
             continue
@@ -502,10 +521,13 @@ class LoadMeter:
         self._t = now_s if self._t is None else max(self._t, now_s)
 
     def arrive(self, now_s: float, work: float) -> None:
-        """Count one arrival whose work is expected to be ``work`` vcore-seconds."""
+        """Count one arrival whose work is expected to be ``work`` vcore-seconds. An arrival
+        older than the meter's clock (counted late) weighs what it would have decayed to."""
         self._decay(now_s)
-        self._jobs += 1.0 / self.tau_s
-        self._work += work / self.tau_s
+        assert self._t is not None
+        weight = 1.0 if now_s >= self._t else math.exp(-(self._t - now_s) / self.tau_s)
+        self._jobs += weight / self.tau_s
+        self._work += weight * work / self.tau_s
 
     def load(self, now_s: float) -> Load:
         """The rates as of ``now_s``."""

@@ -231,17 +231,18 @@ def test_a_larger_job_is_tried_when_its_chance_is_worth_what_a_miss_would_waste(
     (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=busy)
     assert (d.action, d.cpus) == ("admit", 4)
     assert "80% of its history fits" in d.reason and d.finish_s == pytest.approx(12.0)
-    # arrivals whose mean work is 10: a miss would waste six of them, not worth a 0.8 chance
+    # arrivals whose mean work is 10: a miss would waste six of them, not worth a 0.8 chance,
+    # and more capacity cannot raise it: refused at once
     small = core.Load(jobs_per_s=0.1, vcores=1.0)
     (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=small)
-    assert d.action == "queue" and d.latest_start_s == pytest.approx(5.0)
+    assert d.action == "drop"
     # the price is the operator's: ten times dearer waste, and the same chance is not enough
     dear = core.PromiseParams(waste_price=10.0)
     (d,) = core.admit([job], [], 8, 8, 0.0, est, dear, load=busy)
-    assert d.action == "queue"
-    # with 2 vcores free no run of its history fits two waves in 15 s: it waits
+    assert d.action == "drop"
+    # with 2 vcores free no run of its history fits two waves in 15 s: it waits for 4
     (d,) = core.admit([job], [], 2, 8, 0.0, est, P, load=busy)
-    assert d.action == "queue"
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(5.0)
     # once even its smallest run (40 in one wave: start by 5 s) cannot finish: dropped
     (d,) = core.admit([job], [], 8, 8, 6.0, est, P, load=busy)
     assert d.action == "drop"
