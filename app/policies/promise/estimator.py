@@ -10,8 +10,9 @@ the last ``window`` completed runs as two samples:
   job's own deadline; predicts ``work = ratio * deadline * maxCPUs``). The global key's ratios are
   exactly the fractions Justice learns.
 
-A prediction takes the ratio predictor from the most specific key with at least ``min_samples``
-runs and the task-seconds predictor from the signature alone (across different jobs task seconds
+A prediction takes the ratio predictor from the most specific key with enough runs for its
+quantile to be one of them (``q / (1 - q)``: 19 at 0.95; ``min_samples`` if more) and the
+task-seconds predictor from the signature alone (across different jobs task seconds
 spread over orders of magnitude). Each returns the empirical ``quantile`` of its key's samples
 (nearest rank, rounding up, so the bound is a sample that was really seen). Which predictor bounds
 a job is itself learned: each completion scores both predictors' medians against the real work at
@@ -142,6 +143,17 @@ class Estimator:
     # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
     _overheads: int = 0
 
+    @property
+    def _ratio_support(self) -> int:
+        """Samples a key needs for its ``quantile`` to be one of them with that coverage: a new
+        run exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``,
+        so ``q`` needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95);
+        capped at the window."""
+        q = self.params.quantile
+        if q >= 1.0:
+            return self.params.window
+        return min(self.params.window, math.ceil(q / (1 - q) - 1e-9))
+
     def _get(self, key: str) -> _Series:
         s = self._series.get(key)
         if s is None:
@@ -159,14 +171,20 @@ class Estimator:
         # Task seconds only predict a job from its own signature: across different jobs (a
         # user's, a queue's) they spread over orders of magnitude and a low quantile of them
         # would be a bound in name only. Ratios are relative to each job's own deadline, so
-        # they carry over along the whole chain (the global ratios are Justice's fractions).
+        # they carry over along the whole chain (the global ratios are Justice's fractions),
+        # and a key answers only with enough of them for the quantile to be one of them
+        # (``_ratio_support``): the largest of three ratios bounded a fourth only three times
+        # in four, and every miss of a job promised at its bound is waste.
         chain = keys.chain() if ratio else (keys.signature,)
+        need = self.params.min_samples
+        if ratio:
+            need = max(need, self._ratio_support)
         for key in chain:
             s = self._series.get(key)
             if s is None:
                 continue
             data = s.ratio if ratio else s.task_s
-            if len(data) >= self.params.min_samples or (key == GLOBAL and data):
+            if len(data) >= need or (key == GLOBAL and data):
                 return key, data
         return None
 

@@ -109,17 +109,19 @@ def test_smaller_jobs_are_offered_capacity_first() -> None:
 
 
 def test_the_job_with_least_slack_is_offered_capacity_first() -> None:
-    est = _taught(0.9, keys=K)
-    for _ in range(3):
+    # 19 runs each: enough for each signature's own 0.95 quantile of ratios
+    est = _taught(0.9, runs=19, keys=K)
+    for _ in range(19):
         est.learn(Outcome(OTHER, tasks=4, work=0.1 * 100.0 * 4, deadline_s=100.0, max_cpus=4))
     # tight: bound 0.9 * 50 * 2 = 90 -> 45 s a task; only one wave fits its 50 s: 2 containers,
-    # latest start 5. loose: bound 0.1 * 400 = 40 (less work), one container, latest start 360.
+    # latest start 5. loose: its own runs took 10 s a task, which task seconds predicted
+    # exactly (the ratios of its first runs came from K's): one container, latest start 390.
     tight = core.WaitingJob("tight", tasks=2, deadline_s=50.0, submitted_s=0.0, keys=K)
     loose = core.WaitingJob("loose", tasks=1, deadline_s=400.0, submitted_s=0.0, keys=OTHER)
     out = {d.job_id: d for d in core.admit([loose, tight], [], 2, 10, 0.0, est, P)}
     # Both cannot hold the 2 free vcores; the loose one can wait, the tight one cannot.
     assert (out["tight"].action, out["tight"].cpus) == ("admit", 2)
-    assert out["loose"].action == "queue" and out["loose"].latest_start_s == pytest.approx(360)
+    assert out["loose"].action == "queue" and out["loose"].latest_start_s == pytest.approx(390)
 
 
 def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() -> None:

@@ -34,7 +34,8 @@ def test_bootstrap_is_the_whole_deadline_at_full_parallelism() -> None:
 
 
 def test_ratio_bound_comes_from_the_most_specific_key_with_enough_runs() -> None:
-    est = Estimator(EstimatorParams(min_samples=3, quantile=0.95))
+    # a 0.75 quantile is one of 3 samples (3 >= 0.75 / 0.25)
+    est = Estimator(EstimatorParams(min_samples=3, quantile=0.75))
     for work in (20.0, 40.0, 100.0):  # ratios work / (100 * 2): 0.1, 0.2, 0.5
         est.learn(_o(A, work))
     e = est.estimate(A, tasks=2, deadline_s=100.0, max_cpus=2)
@@ -44,6 +45,32 @@ def test_ratio_bound_comes_from_the_most_specific_key_with_enough_runs() -> None
     assert est.estimate(B, 2, 100.0, 2).source == "ratio@u1|t"
     # C shares only the queue
     assert est.estimate(C, 2, 100.0, 2).source == "ratio@q"
+
+
+def test_a_ratio_key_answers_only_with_enough_runs_for_its_quantile() -> None:
+    # 0.95 needs 19 runs: below that the largest of n ratios is exceeded by a new run with
+    # probability 1 / (n + 1), so the next key with enough runs answers. Every run here has
+    # ratio 0.1 on 1, 2 or 4 of its 4 tasks' vcores, so task seconds scatter and ratios win.
+    def run(keys: Keys, i: int) -> Outcome:
+        cpus = (1, 2, 4)[i % 3]
+        return Outcome(keys, 4, 0.1 * 100.0 * cpus, 100.0, max_cpus=cpus)
+
+    est = Estimator(EstimatorParams(min_samples=3, quantile=0.95))
+    for i in range(30):
+        est.learn(run(B, i))
+    for i in range(18):
+        est.learn(run(A, i))
+    assert est.estimate(A, tasks=4, deadline_s=100.0, max_cpus=4).source == "ratio@u1|t"
+    est.learn(run(A, 18))  # the 19th
+    e = est.estimate(A, tasks=4, deadline_s=100.0, max_cpus=4)
+    assert e.source == "ratio@sigA" and e.upper == pytest.approx(40.0)  # 0.1 * 100 * 4
+    # a quantile of 1 needs the whole window; the global key answers with any runs
+    whole = Estimator(EstimatorParams(min_samples=3, quantile=1.0, window=8))
+    for i in range(7):
+        whole.learn(run(A, i))
+    assert whole.estimate(A, 4, 100.0, 4).source == "ratio@*"
+    whole.learn(run(A, 7))
+    assert whole.estimate(A, 4, 100.0, 4).source == "ratio@sigA"
 
 
 def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
