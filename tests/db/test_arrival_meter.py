@@ -72,3 +72,17 @@ def test_submissions_older_than_five_time_constants_are_not_read(db: Db) -> None
     with db.sessions() as s:
         load = ArrivalMeter(TAU).refresh(s, Estimator(), 8, now_ms)
     assert load.jobs_per_s == pytest.approx(math.exp(-1.0 / TAU) / TAU)
+
+
+def test_a_restart_after_a_busy_hour_reads_thousands_of_submissions_in_bounded_statements(
+    db: Db,
+) -> None:
+    # 2,500 submissions in the last hour: more ids than one statement's bound of 1,000
+    start = 1_000_000_000
+    _add(db, *(_job(f"j{i:05d}", start + i * 1000) for i in range(2500)))
+    now_ms = start + 2_500_000
+    with db.sessions() as s:
+        load = ArrivalMeter(TAU).refresh(s, Estimator(), 8, now_ms)
+    want = _expected([(start / 1000 + i, 200.0) for i in range(2500)], now_ms / 1000)
+    assert load.jobs_per_s == pytest.approx(want.jobs_per_s)
+    assert load.vcores == pytest.approx(want.vcores)
