@@ -1,5 +1,6 @@
 """Simulator speed-ups change no result: each optimised path is compared, on fixed seeds, with
-the algorithm it replaced, kept here as the reference implementation."""
+the algorithm it replaced, kept here (or, for the clusters, in ``reference_clusters.py``) as the
+reference implementation."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
+from tests.sim import reference_clusters
 
 
 def _reference_room(self: TaskCluster, q: int) -> int:
@@ -136,3 +138,36 @@ def test_one_pass_observation_is_identical_to_the_reference(
     fast = _run(policy, 4, model)
     monkeypatch.setattr(Simulation, "_observe", _reference_observe)
     assert _run(policy, 4, model) == fast  # exact: every end time, headline number and step
+
+
+Workload = tuple[int, int, int, tuple[tuple[str, float], ...], float]
+_WORKLOADS: dict[str, Workload] = {
+    # jobs, seed, vcores, queues, mean gap: an overloaded and a loaded cluster, 1 to 3 queues
+    "two queues": (300, 1, 80, (("a", 0.7), ("b", 0.3)), 4.0),
+    "three queues": (250, 2, 50, (("a", 0.5), ("b", 0.3), ("c", 0.2)), 2.0),
+    "one queue": (200, 3, 40, (("a", 1.0),), 15.0),
+}
+
+
+def _everything(policy: str, model: str, workload: Workload) -> tuple[object, ...]:
+    """Every job's end, start, consumption and status, every headline number but the engine's
+    event count, and every measured series of one run."""
+    n, seed, vcores, queues, gap = workload
+    spec = trace.SyntheticSpec(jobs=n, mean_interarrival_s=gap, queues=queues)
+    jobs = experiment.with_deadlines(trace.synthetic(spec, seed), "Fixed2x", vcores, seed)
+    result = experiment.run_policy(policy, jobs, ClusterSpec(vcores), model=model)
+    runs = [(r.job.job_id, r.start_s, r.end_s, r.consumed, r.status) for r in result.runs]
+    summary = {k: v for k, v in result.summary().items() if k not in ("wall_s", "events")}
+    return runs, summary, result.busy_vcore_s, result.series
+
+
+@pytest.mark.parametrize("workload", sorted(_WORKLOADS))
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+@pytest.mark.parametrize("policy", ["baseline-fs", "reactive-fs", "fawkes:TD", "ltrf", "justice"])
+def test_clusters_are_identical_to_the_reference(
+    policy: str, model: str, workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _everything(policy, model, _WORKLOADS[workload])
+    monkeypatch.setattr("app.sim.runner.make_cluster", reference_clusters.make_cluster)
+    slow = _everything(policy, model, _WORKLOADS[workload])
+    assert fast == slow  # exact: runs in the same order, every float to the last bit
