@@ -5,13 +5,15 @@ reference implementation."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+import random
+from collections import Counter, defaultdict
 from typing import Any
 
+import numpy as np
 import pytest
 
 from app.sim import experiment, trace
-from app.sim.cluster import ClusterSpec
+from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
@@ -171,3 +173,26 @@ def test_clusters_are_identical_to_the_reference(
     monkeypatch.setattr("app.sim.runner.make_cluster", reference_clusters.make_cluster)
     slow = _everything(policy, model, _WORKLOADS[workload])
     assert fast == slow  # exact: runs in the same order, every float to the last bit
+
+
+def _counted(caps: list[int]) -> tuple[int, int, list[int], dict[int, int]]:
+    held = Counter(caps)
+    return len(caps), sum(caps), sorted(held), dict(held)
+
+
+def test_level_from_counts_is_identical_to_the_sorted_arrays() -> None:
+    rnd = random.Random(7)
+    for _ in range(4000):
+        caps = [rnd.choice((1, 1, 1, 2, 3, 5, 8, 40, 400)) for _ in range(rnd.randint(1, 60))]
+        if rnd.random() < 0.6:
+            # an allocation that fills the caps up to one of them exactly (a tie at a level),
+            # or a few float steps off it, where rounding decides the comparisons
+            low = sorted(caps)
+            cut = rnd.randint(1, len(caps))
+            alloc = float(sum(low[:cut]) + low[cut - 1] * (len(caps) - cut))
+            for _ in range(rnd.choice((0, 0, 1, 2, 5, 40))):
+                alloc = math.nextafter(alloc, math.inf if rnd.random() < 0.7 else 0.0)
+        else:
+            alloc = rnd.uniform(0.001, 1.2 * sum(caps))
+        ref = reference_clusters.level_for(alloc, np.array(caps, dtype=np.float64))
+        assert level_for_counts(alloc, *_counted(caps)) == ref, (alloc, caps)
