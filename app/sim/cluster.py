@@ -242,6 +242,9 @@ class Cluster:
         self._next_fs: Event | None = None
         self._replan_pending = False
         self._last = engine.now
+        # Whether some remaining work changed since the last look for drained jobs: a replan
+        # right after a completion at the same instant need not look again.
+        self._drain_unchecked = False
         self._fs_rate_by_q: FloatArray = np.zeros(0)
         # The same rates as Python floats and their numpy total, read at every event.
         self._fs_rates: list[float] = []
@@ -307,6 +310,7 @@ class Cluster:
         self.advance()
         self._begin(run)
         self.pool.add(run, self.queue_index(run.job.queue))
+        self._drain_unchecked = True
         self.request_replan()
 
     def start_fixed(self, run: JobRun, cpus: int) -> None:
@@ -387,6 +391,7 @@ class Cluster:
         n = self.pool.n
         if n:
             self.pool.rem[:n] -= self.pool.rate[:n] * dt
+            self._drain_unchecked = True
         integral = self.used_integral
         for q, (g, r) in enumerate(zip(self._granted_by_q, self._fs_rates, strict=True)):
             integral[q] += (g + r) * dt
@@ -422,7 +427,7 @@ class Cluster:
         levels = [self._level(q, allocs[q]) for q in range(nq)]
         rate = pool.rate[:n]
         np.minimum(cap, levels[0] if nq == 1 else np.array(levels)[qix], out=rate)
-        self._set_fs_rates(np.bincount(qix, weights=rate, minlength=nq).astype(np.float64))
+        self._set_fs_rates(np.bincount(qix, weights=rate, minlength=nq))
         jobs = pool.jobs_by_q
         # A queue given anything gives each of its jobs a positive rate (caps are >= 1).
         all_moving = all(lv > 0 for q, lv in enumerate(levels) if q < len(jobs) and jobs[q])
@@ -465,8 +470,9 @@ class Cluster:
 
     def _complete_drained(self) -> None:
         n = self.pool.n
-        if not n:
+        if not n or not self._drain_unchecked:
             return
+        self._drain_unchecked = False
         # Absolute slack in vcore-seconds: completion times are computed to drain the job
         # exactly, so what is left is float noise; a job missed here is caught at the next event.
         done = np.nonzero(self.pool.rem[:n] <= _DONE_SLACK)[0]

@@ -1,5 +1,5 @@
 """Simulator speed-ups change no result: each optimised path is compared, on fixed seeds, with
-the algorithm it replaced, kept here (or, for the clusters, in ``reference_clusters.py``) as the
+the algorithm it replaced, kept here (or, for the clusters, in ``reference_sim.py``) as the
 reference implementation."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.sim import experiment, trace
+from app.sim import experiment, metrics, trace
 from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
-from tests.sim import reference_clusters
+from tests.sim import reference_sim
 
 
 def _reference_room(self: TaskCluster, q: int) -> int:
@@ -166,11 +166,12 @@ def _everything(policy: str, model: str, workload: Workload) -> tuple[object, ..
 @pytest.mark.parametrize("workload", sorted(_WORKLOADS))
 @pytest.mark.parametrize("model", ["fluid", "tasks"])
 @pytest.mark.parametrize("policy", ["baseline-fs", "reactive-fs", "fawkes:TD", "ltrf", "justice"])
-def test_clusters_are_identical_to_the_reference(
+def test_runs_are_identical_to_the_reference(
     policy: str, model: str, workload: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast = _everything(policy, model, _WORKLOADS[workload])
-    monkeypatch.setattr("app.sim.runner.make_cluster", reference_clusters.make_cluster)
+    monkeypatch.setattr("app.sim.runner.make_cluster", reference_sim.make_cluster)
+    monkeypatch.setattr("app.sim.metrics.snapshot_indexes", reference_sim.snapshot_indexes)
     slow = _everything(policy, model, _WORKLOADS[workload])
     assert fast == slow  # exact: runs in the same order, every float to the last bit
 
@@ -194,5 +195,23 @@ def test_level_from_counts_is_identical_to_the_sorted_arrays() -> None:
                 alloc = math.nextafter(alloc, math.inf if rnd.random() < 0.7 else 0.0)
         else:
             alloc = rnd.uniform(0.001, 1.2 * sum(caps))
-        ref = reference_clusters.level_for(alloc, np.array(caps, dtype=np.float64))
+        ref = reference_sim.level_for(alloc, np.array(caps, dtype=np.float64))
         assert level_for_counts(alloc, *_counted(caps)) == ref, (alloc, caps)
+
+
+def test_snapshot_indexes_are_identical_to_the_reference() -> None:
+    rnd = random.Random(11)
+    for case in range(1500):
+        n = rnd.randint(0, 80)
+        whole = case % 3 != 0
+        demands = [
+            float(rnd.choice((1, 2, 7, 40, 400))) if whole else rnd.uniform(0.5, 50)
+            for _ in range(n)
+        ]
+        allocs = [rnd.choice((0.0, rnd.uniform(0, d), d)) for d in demands]
+        tally = metrics.AllocationTally()
+        for _ in range(rnd.choice((0, 0, 3))):  # grants and waiting jobs, as admission runs have
+            demand = rnd.choice((1, 2, 7, 40))
+            tally.add(float(rnd.randint(0, demand)), demand)
+        a, d = np.array(allocs), np.array(demands)
+        assert metrics.snapshot_indexes(a, d, tally) == reference_sim.snapshot_indexes(a, d, tally)

@@ -1,7 +1,8 @@
-"""The simulator's fair-share clusters as they were before the speed-ups (``Cluster`` of
-``app/sim/cluster.py`` and ``TaskCluster`` of ``app/sim/tasks.py``), kept verbatim as the
-reference that ``test_speed_identical.py`` compares the optimised code with: every job's end time,
-every headline number and every series must come out the same, to the last bit."""
+"""The simulator's fair-share clusters and fairness snapshots as they were before the speed-ups
+(``Cluster`` of ``app/sim/cluster.py``, ``TaskCluster`` of ``app/sim/tasks.py``,
+``snapshot_indexes`` of ``app/sim/metrics.py``), kept verbatim as the reference that
+``test_speed_identical.py`` compares the optimised code with: every job's end time, every headline
+number and every series must come out the same, to the last bit."""
 
 # ruff: noqa
 # mypy: ignore-errors
@@ -631,3 +632,31 @@ def make_cluster(
 ) -> Cluster:
     """The reference cluster of ``model``, as ``app.sim.tasks.make_cluster`` made it."""
     return Cluster(engine, spec, on_end) if model == "fluid" else TaskCluster(engine, spec, on_end)
+
+
+def snapshot_indexes(
+    allocs: FloatArray, demands: FloatArray, tally: AllocationTally
+) -> tuple[float | None, float | None]:
+    """Jain on fraction of demand and equality over the jobs in ``allocs``/``demands`` plus those
+    counted in ``tally`` (same definitions as ``fraction_of_demand_index`` and ``equality_index``).
+    """
+    f = np.minimum(1.0, allocs / demands) if allocs.size else allocs
+    n = allocs.size + tally.n
+    s, s2 = float(f.sum()) + tally.sum_f, float(np.dot(f, f)) + tally.sum_f2
+    fairness = s * s / (n * s2) if n and s2 > 1e-12 else None
+    classes = {d: list(v) for d, v in tally.classes.items()}
+    if allocs.size:
+        uniq, inv, counts = np.unique(demands, return_inverse=True, return_counts=True)
+        sums = np.bincount(inv, weights=allocs)
+        sqs = np.bincount(inv, weights=allocs * allocs)
+        for k, d in enumerate(uniq.tolist()):
+            c = classes.setdefault(d, [0.0, 0.0, 0.0])
+            c[0] += float(counts[k])
+            c[1] += float(sums[k])
+            c[2] += float(sqs[k])
+    total = weight = 0.0
+    for count, sa, sa2 in classes.values():
+        if count > 0 and sa2 > 1e-12:
+            total += sa * sa / sa2  # Jain x count = sa^2 / (count * sa2) x count
+            weight += count
+    return fairness, (total / weight if weight else None)
