@@ -427,7 +427,7 @@ class Cluster:
         levels = [self._level(q, allocs[q]) for q in range(nq)]
         rate = pool.rate[:n]
         np.minimum(cap, levels[0] if nq == 1 else np.array(levels)[qix], out=rate)
-        self._set_fs_rates(np.bincount(qix, weights=rate, minlength=nq))
+        self._set_fs_rates(np.asarray(np.bincount(qix, weights=rate, minlength=nq), np.float64))
         jobs = pool.jobs_by_q
         # A queue given anything gives each of its jobs a positive rate (caps are >= 1).
         all_moving = all(lv > 0 for q, lv in enumerate(levels) if q < len(jobs) and jobs[q])

@@ -146,12 +146,19 @@ def _classes(
     if low >= 0 and high <= 4 * demands.size + 1024 and bool((whole == demands).all()):
         # whole vcores (the simulator's caps): counted by value, without sorting
         held = np.bincount(whole)
-        uniq = np.flatnonzero(held)
-        sums = np.bincount(whole, weights=allocs)[uniq]
-        sqs = np.bincount(whole, weights=allocs * allocs)[uniq]
-        return uniq.astype(np.float64), held[uniq], sums, sqs
-    uniq, inv, counts = np.unique(demands, return_inverse=True, return_counts=True)
-    return uniq, counts, np.bincount(inv, weights=allocs), np.bincount(inv, weights=allocs * allocs)
+        present = np.flatnonzero(held)
+        uniq = present.astype(np.float64)
+        counts = np.asarray(held[present], np.int64)
+        sums = np.asarray(np.bincount(whole, weights=allocs)[present], np.float64)
+        sqs = np.asarray(np.bincount(whole, weights=allocs * allocs)[present], np.float64)
+        return uniq, counts, sums, sqs
+    found, inv, found_counts = np.unique(demands, return_inverse=True, return_counts=True)
+    return (
+        found,
+        np.asarray(found_counts, np.int64),
+        np.asarray(np.bincount(inv, weights=allocs), np.float64),
+        np.asarray(np.bincount(inv, weights=allocs * allocs), np.float64),
+    )
 
 
 def _equality(classes: dict[float, list[float]]) -> float | None:
