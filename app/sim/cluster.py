@@ -155,6 +155,7 @@ class FairPool:
         self.cap: FloatArray = np.zeros(size)
         self.rate: FloatArray = np.zeros(size)
         self.qix: IntArray = np.zeros(size, dtype=np.int64)
+        self.arrival: IntArray = np.zeros(size, dtype=np.int64)  # ``JobRun.arrival``
         self.slot: dict[int, int] = {}
         self.jobs_by_q: list[int] = []
         self.demand_by_q: list[int] = []
@@ -176,6 +177,7 @@ class FairPool:
         self.cap[i] = run.max_cpus
         self.rate[i] = 0.0
         self.qix[i] = qix
+        self.arrival[i] = run.arrival
         self.slot[id(run)] = i
         self._count(qix, run.max_cpus, 1)
 
@@ -188,7 +190,7 @@ class FairPool:
         if i != last:
             moved = self.runs[last]
             self.runs[i] = moved
-            for arr in (self.rem, self.cap, self.rate, self.qix):
+            for arr in (self.rem, self.cap, self.rate, self.qix, self.arrival):
                 arr[i] = arr[last]
             self.slot[id(moved)] = i
         self.runs.pop()
@@ -218,6 +220,7 @@ class FairPool:
         self.cap = np.resize(self.cap, size)
         self.rate = np.resize(self.rate, size)
         self.qix = np.resize(self.qix, size)
+        self.arrival = np.resize(self.arrival, size)
 
 
 class Cluster:

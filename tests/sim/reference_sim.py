@@ -97,6 +97,8 @@ class FairPool:
         self.cap: FloatArray = np.zeros(size)
         self.rate: FloatArray = np.zeros(size)
         self.qix: IntArray = np.zeros(size, dtype=np.int64)
+        # The one addition to the old pool: the arrival column the runner's tally reads.
+        self.arrival: IntArray = np.zeros(size, dtype=np.int64)
         self.slot: dict[int, int] = {}
 
     @property
@@ -114,6 +116,7 @@ class FairPool:
         self.cap[i] = run.max_cpus
         self.rate[i] = 0.0
         self.qix[i] = qix
+        self.arrival[i] = run.arrival
         self.slot[id(run)] = i
 
     def remove(self, run: JobRun) -> float:
@@ -124,7 +127,7 @@ class FairPool:
         if i != last:
             moved = self.runs[last]
             self.runs[i] = moved
-            for arr in (self.rem, self.cap, self.rate, self.qix):
+            for arr in (self.rem, self.cap, self.rate, self.qix, self.arrival):
                 arr[i] = arr[last]
             self.slot[id(moved)] = i
         self.runs.pop()
@@ -136,6 +139,7 @@ class FairPool:
         self.cap = np.resize(self.cap, size)
         self.rate = np.resize(self.rate, size)
         self.qix = np.resize(self.qix, size)
+        self.arrival = np.resize(self.arrival, size)
 
 
 class Cluster:

@@ -215,3 +215,22 @@ def test_snapshot_indexes_are_identical_to_the_reference() -> None:
             tally.add(float(rnd.randint(0, demand)), demand)
         a, d = np.array(allocs), np.array(demands)
         assert metrics.snapshot_indexes(a, d, tally) == reference_sim.snapshot_indexes(a, d, tally)
+
+
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:JS", "ltrf"])
+def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
+    policy: str, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks: list[int] = []
+
+    def both(self: Simulation) -> dict[str, Any]:
+        fast = self._tally_pool()
+        assert fast == self._tally_each()
+        ticks.append(len(fast))
+        return fast
+
+    monkeypatch.setattr(Simulation, "_tally_live", both)
+    for workload in _WORKLOADS.values():
+        _everything(policy, model, workload)
+    assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
