@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.control import floors as control_floors
+from app.domain.observation import ClusterTotals
 from app.sim import experiment, metrics, trace
 from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
@@ -234,3 +236,26 @@ def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
     for workload in _WORKLOADS.values():
         _everything(policy, model, workload)
     assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
+
+
+def _reference_floors_for(
+    self: ControllerPolicy, capacity: int, total: ClusterTotals
+) -> control_floors.Floors:
+    # The replaced code: the floors computed afresh at every tick.
+    return control_floors.compute(
+        self.queues,
+        self.cfg.floors,
+        control_floors.Amount(1, self.container_mb),
+        "simulated container",
+        control_floors.Amount(total.vcores, total.memory_mb),
+        self.cfg.bounds,
+    )
+
+
+@pytest.mark.parametrize("policy", ["fawkes:TD", "ltrf", "rrf"])
+def test_floors_computed_once_per_size_change_nothing(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _everything(policy, "fluid", _WORKLOADS["three queues"])
+    monkeypatch.setattr(ControllerPolicy, "_floors_for", _reference_floors_for)
+    assert _everything(policy, "fluid", _WORKLOADS["three queues"]) == fast
