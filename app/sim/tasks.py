@@ -34,7 +34,8 @@ MODELS = ("fluid", "tasks")
 """``fluid``: instant re-sharing (``Cluster``); ``tasks``: this module's ``TaskCluster``."""
 
 _EPS = 1e-9
-_HeapEntry = tuple[int, int, int, JobRun]  # (running containers, arrival seq, version, run)
+# (running containers, arrival seq, version, the job's tasks); the first three never tie
+_HeapEntry = tuple[int, int, int, "_TaskState"]
 
 
 def task_seconds(run: JobRun) -> float:
@@ -70,6 +71,7 @@ class _Wave:
 class _TaskState:
     """A fair-share job's tasks: not started, running, finished."""
 
+    run: JobRun
     seq: int
     q: int  # the job's queue index
     task_s: float
@@ -77,6 +79,7 @@ class _TaskState:
     done: int = 0
     running: int = 0
     version: int = 0  # heap entries with an older version are stale
+    live: bool = True  # False once the job ended: all its heap entries are stale
     waves: dict[float, _Wave] = field(default_factory=dict)
 
 
@@ -154,10 +157,10 @@ class TaskCluster(Cluster):
         self._begin(run)
         q = self.queue_index(run.job.queue)
         self.pool.add(run, q)
-        state = _TaskState(self._arrivals, q, task_seconds(run), run.job.tasks)
+        state = _TaskState(run, self._arrivals, q, task_seconds(run), run.job.tasks)
         self._arrivals += 1
         self._state[id(run)] = state
-        self._push(run, state)
+        self._push(state)
         self.request_replan()
 
     def kill(self, run: JobRun, reason: str) -> None:
@@ -180,7 +183,7 @@ class TaskCluster(Cluster):
                 in_flight += wave.width * (now - wave.start)
             self._release_fair(state, state.running)
             run.consumed = state.done * state.task_s + in_flight
-            self._forget(run)
+            self._forget(state)
             self.request_replan()
         self._end(run, Status.KILLED)
 
@@ -194,20 +197,23 @@ class TaskCluster(Cluster):
         if free <= 0:
             return
         wanting = [q for q in range(len(self.queues)) if self._open(q)]
-        while free > 0 and wanting:
+        while wanting:
             if len(wanting) == 1:
                 q = wanting[0]
                 limit = min(free, self._room(q))
             else:
                 q, limit = self._pick_queue(wanting, free)
-            run, state, width = self._pick_job(q, limit)
-            self._assign(run, state, width)
+            state, width = self._pick_job(q, limit)
+            self._assign(state, width)
             free -= width
+            if free <= 0:
+                return
             if not self._open(q):
                 wanting.remove(q)
 
     def _open(self, q: int) -> bool:
-        """Whether queue ``q`` has a job wanting a container and room under its maximum."""
+        """Whether queue ``q`` has a job wanting a container and room under its maximum; when
+        it has, the head of its heap is that job's valid entry."""
         return self._room(q) >= 1 and self._head(q) is not None
 
     def _room(self, q: int) -> int:
@@ -237,41 +243,40 @@ class TaskCluster(Cluster):
 
     def _head(self, q: int) -> _HeapEntry | None:
         heap = self._heaps[q]
-        states = self._state
         while heap:
-            entry = heap[0]
-            state = states.get(id(entry[3]))
-            # A push follows every change of a job's counts, so the entry carrying the job's
-            # current version is its only valid one.
-            if state is not None and state.version == entry[2] and self._wants(entry[3], state):
-                return entry
+            if self._valid(heap[0]):
+                return heap[0]
             heapq.heappop(heap)
         return None
 
     @staticmethod
-    def _wants(run: JobRun, state: _TaskState) -> bool:
-        return state.todo > 0 and state.running < run.max_cpus
+    def _valid(entry: _HeapEntry) -> bool:
+        # A push follows every change of a job's counts, so the entry carrying the job's current
+        # version is its only valid one.
+        state = entry[3]
+        return state.live and state.version == entry[2] and TaskCluster._wants(state)
 
-    def _pick_job(self, q: int, limit: int) -> tuple[JobRun, _TaskState, int]:
-        """The job with the fewest running containers, and how many containers in a row the
-        one-at-a-time rule would give it before another job of the queue comes first."""
-        head = self._head(q)
-        assert head is not None
-        heapq.heappop(self._heaps[q])
-        run = head[3]
-        state = self._state[id(run)]
-        width = min(limit, state.todo, run.max_cpus - state.running)
+    @staticmethod
+    def _wants(state: _TaskState) -> bool:
+        return state.todo > 0 and state.running < state.run.max_cpus
+
+    def _pick_job(self, q: int, limit: int) -> tuple[_TaskState, int]:
+        """The job with the fewest running containers (the head ``_open`` found), and how many
+        containers in a row the one-at-a-time rule would give it before another job of the
+        queue comes first."""
+        state = heapq.heappop(self._heaps[q])[3]
+        width = min(limit, state.todo, state.run.max_cpus - state.running)
         nxt = self._head(q)
         if nxt is not None:
             width = min(width, nxt[0] - state.running + (1 if state.seq < nxt[1] else 0))
-        return run, state, max(1, width)
+        return state, max(1, width)
 
-    def _assign(self, run: JobRun, state: _TaskState, width: int) -> None:
+    def _assign(self, state: _TaskState, width: int) -> None:
         now = self.engine.now
         state.running += width
         state.todo -= width
         state.version += 1
-        self.pool.rate[self.pool.slot[id(run)]] = state.running
+        self.pool.rate[self.pool.slot[id(state.run)]] = state.running
         self.fs_running += width
         self._running_by_q[state.q] += width
         end = now + state.task_s
@@ -279,35 +284,36 @@ class TaskCluster(Cluster):
         if wave is not None:
             wave.width += width
         else:
-            ender = partial(self._wave_done, run, state, end)
+            ender = partial(self._wave_done, state, end)
             event = self.engine.schedule(end, ender, PRIORITY_COMPLETION)
             state.waves[end] = _Wave(width, now, event)
-        self._push(run, state)
+        self._push(state)
 
-    def _wave_done(self, run: JobRun, state: _TaskState, end: float) -> None:
+    def _wave_done(self, state: _TaskState, end: float) -> None:
         self.advance()
         wave = state.waves.pop(end)
         state.done += wave.width
         state.version += 1
         self._release_fair(state, wave.width)
         state.running -= wave.width
+        run = state.run
         if state.done == run.job.tasks:
-            self._forget(run)
+            self._forget(state)
             run.consumed = run.job.work
             self._end(run, _outcome(run, self.engine.now))
         else:
             self.pool.rate[self.pool.slot[id(run)]] = state.running
-            self._push(run, state)
+            self._push(state)
         self.request_replan()
 
     def _release_fair(self, state: _TaskState, containers: int) -> None:
         self.fs_running -= containers
         self._running_by_q[state.q] -= containers
 
-    def _push(self, run: JobRun, state: _TaskState) -> None:
-        if self._wants(run, state):
+    def _push(self, state: _TaskState) -> None:
+        if self._wants(state):
             heap = self._heaps[state.q]
-            heapq.heappush(heap, (state.running, state.seq, state.version, run))
+            heapq.heappush(heap, (state.running, state.seq, state.version, state))
             if len(heap) > 4 * len(self._state) + 64:
                 self._compact(state.q)
 
@@ -318,14 +324,10 @@ class TaskCluster(Cluster):
         heapq.heapify(live)
         self._heaps[q] = live
 
-    def _valid(self, entry: _HeapEntry) -> bool:
-        run = entry[3]
-        state = self._state.get(id(run))
-        return state is not None and state.version == entry[2] and self._wants(run, state)
-
-    def _forget(self, run: JobRun) -> None:
-        self.pool.remove(run)
-        del self._state[id(run)]
+    def _forget(self, state: _TaskState) -> None:
+        state.live = False
+        self.pool.remove(state.run)
+        del self._state[id(state.run)]
 
 
 def _outcome(run: JobRun, now: float) -> Status:
