@@ -197,19 +197,22 @@ class TaskCluster(Cluster):
         if free <= 0:
             return
         wanting = [q for q in range(len(self.queues)) if self._open(q)]
+        q, run = -1, 0  # the queue picked and the containers left of its run
         while wanting:
             if len(wanting) == 1:
                 q = wanting[0]
-                limit = min(free, self._room(q))
-            else:
-                q, limit = self._pick_queue(wanting, free)
-            state, width = self._pick_job(q, limit)
+                run = min(free, self._room(q))
+            elif not run:
+                q, run = self._pick_queue(wanting, free)
+            state, width = self._pick_job(q, run)
             self._assign(state, width)
             free -= width
+            run -= width
             if free <= 0:
                 return
             if not self._open(q):
                 wanting.remove(q)
+                run = 0
 
     def _open(self, q: int) -> bool:
         """Whether queue ``q`` has a job wanting a container and room under its maximum; when
