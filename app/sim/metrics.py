@@ -141,9 +141,9 @@ def _classes(
 ) -> tuple[FloatArray, IntArray, FloatArray, FloatArray]:
     """The distinct demands in ascending order, and per demand the jobs, the sum of their
     allocations and of their squares, each summed in array order."""
-    whole = demands.astype(np.int64)
-    low, high = int(whole.min()), int(whole.max())
-    if low >= 0 and high <= 4 * demands.size + 1024 and bool((whole == demands).all()):
+    low, high = float(demands.min()), float(demands.max())
+    whole = demands.astype(np.int64) if low >= 0 and high <= 4 * demands.size + 1024 else None
+    if whole is not None and bool((whole == demands).all()):
         # whole vcores (the simulator's caps): counted by value, without sorting
         held = np.bincount(whole)
         present = np.flatnonzero(held)

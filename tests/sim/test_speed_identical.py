@@ -207,7 +207,7 @@ def test_snapshot_indexes_are_identical_to_the_reference() -> None:
         n = rnd.randint(0, 80)
         whole = case % 3 != 0
         demands = [
-            float(rnd.choice((1, 2, 7, 40, 400))) if whole else rnd.uniform(0.5, 50)
+            float(rnd.choice((1, 2, 7, 40, 400, 5000))) if whole else rnd.uniform(0.5, 50)
             for _ in range(n)
         ]
         allocs = [rnd.choice((0.0, rnd.uniform(0, d), d)) for d in demands]
