@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_sim.py                  # synthetic + full 29-day trace
     .venv/bin/python benchmarks/bench_sim.py --limit 100000   # a slice of the 29-day trace
     .venv/bin/python benchmarks/bench_sim.py --skip-29d       # synthetic only (about a minute)
+    .venv/bin/python benchmarks/bench_sim.py --skip-29d --policies baseline-fs,ltrf
 
 Each run happens in a forked child so that its peak resident memory (``ru_maxrss``) is its own;
 the jobs are loaded once in the parent before forking (load time is reported separately). The
@@ -91,13 +92,25 @@ def _print(rows: Sequence[Row]) -> None:
     sys.stdout.flush()
 
 
-def synthetic_rows(n: int, models: Sequence[str] = ("fluid",)) -> list[Row]:
+SYNTHETIC_POLICIES = (
+    "baseline-fs",
+    "reactive-fs",
+    "oracle",
+    "pythia",
+    "justice",
+    "fawkes:TD",
+    "ltrf",
+)
+
+
+def synthetic_rows(
+    n: int, models: Sequence[str] = ("fluid",), policies: Sequence[str] = SYNTHETIC_POLICIES
+) -> list[Row]:
     """Throughput on a seeded synthetic workload for each policy, in each cluster model."""
     jobs = trace.synthetic(trace.SyntheticSpec(jobs=n, mean_interarrival_s=5.0), 1)
     cap = 400
     jobs = experiment.with_deadlines(jobs, "Fixed2x", cap, 1)
     label = f"synthetic {n}"
-    policies = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "fawkes:TD", "ltrf")
     return [run_forked(p, jobs, cap, label, m) for m in models for p in policies]
 
 
@@ -132,10 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--models", default="fluid,tasks", help="cluster models of the synthetic runs (comma list)"
     )
+    p.add_argument(
+        "--policies",
+        default=",".join(SYNTHETIC_POLICIES),
+        help="policies of the synthetic runs (comma list)",
+    )
     args = p.parse_args(argv)
     rows: list[Row] = []
     if args.synthetic:
-        rows += synthetic_rows(args.synthetic, args.models.split(","))
+        rows += synthetic_rows(args.synthetic, args.models.split(","), args.policies.split(","))
         _print(rows)
     if not args.skip_29d:
         rows += google29d_rows(args.limit, args.capacity)

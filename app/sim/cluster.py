@@ -20,6 +20,8 @@ Model (documented in ``docs/evaluation.md``, "Modelling choices"):
 
 from __future__ import annotations
 
+import bisect
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -96,22 +98,55 @@ def queue_fill(
 
 
 def level_for(alloc: float, caps: FloatArray) -> float:
-    """Equal-share level ``lam`` with ``sum(min(cap, lam)) == alloc`` (inf when all fit)."""
-    n = caps.size
-    if n == 0 or alloc >= caps.sum() - _EPS:
+    """Equal-share level ``lam`` with ``sum(min(cap, lam)) == alloc`` (inf when all fit), for
+    caps in whole vcores."""
+    held = Counter(int(c) for c in caps.tolist())
+    return level_for_counts(
+        alloc, caps.size, sum(c * k for c, k in held.items()), sorted(held), held
+    )
+
+
+def level_for_counts(
+    alloc: float, n: int, total: int, caps: list[int], held: Mapping[int, int]
+) -> float:
+    """``level_for`` of ``n`` jobs with whole-number caps summing to ``total``, given as the
+    distinct ``caps`` in ascending order and how many jobs hold each (``held``).
+
+    The level is ``lam_k`` of the first ``k`` in the sorted caps with ``cap_k >= lam_k``, where
+    ``lam_k = (alloc - sum of the caps before k) / (n - k)``. Along ``c`` equal caps ``v``,
+    ``v - lam_(k+1) = (v - lam_k) (n - k) / (n - k - 1)``: the sign stays and the gap widens, so
+    one comparison decides the whole run unless ``v`` and ``lam_k`` are within float rounding,
+    where each ``k`` is compared as ``level_for`` does.
+    """
+    if n == 0 or alloc >= total - _EPS:
         return float("inf")
     even = alloc / n
-    if even <= caps.min():
-        return even  # the common constrained case: no job is held back by its own cap
-    srt = np.sort(caps)
-    before = np.concatenate(([0.0], np.cumsum(srt)[:-1]))
-    lam = (alloc - before) / (n - np.arange(n))
-    k = int(np.argmax(srt >= lam))
-    return float(lam[k])
+    if even <= caps[0]:
+        return even
+    before = k = 0
+    for v in caps:
+        c = held[v]
+        lam = (alloc - before) / (n - k)
+        if v >= lam:
+            return lam
+        if lam - v <= 1e-9 * lam:  # a near tie: rounding may decide differently further on
+            for j in range(1, c):
+                lam = (alloc - (before + j * v)) / (n - k - j)
+                if v >= lam:
+                    return lam
+        before += c * v
+        k += c
+    return alloc / n  # no cap reaches its level (only by rounding): the first level, as numpy's
+    # argmax over all-False comparisons of the array version this replaced
 
 
 class FairPool:
-    """Fair-share jobs in flat numpy arrays (swap-remove), so a replan is a few vector ops."""
+    """Fair-share jobs in flat numpy arrays (swap-remove), so a replan is a few vector ops.
+
+    Per queue it also keeps the number of jobs, the sum of their caps and the distinct caps with
+    how many jobs hold each, as the pool changes: a replan reads these instead of masking and
+    sorting the arrays per queue. Caps are whole vcores, so the sums are exact.
+    """
 
     def __init__(self) -> None:
         size = 64
@@ -120,7 +155,12 @@ class FairPool:
         self.cap: FloatArray = np.zeros(size)
         self.rate: FloatArray = np.zeros(size)
         self.qix: IntArray = np.zeros(size, dtype=np.int64)
+        self.arrival: IntArray = np.zeros(size, dtype=np.int64)  # ``JobRun.arrival``
         self.slot: dict[int, int] = {}
+        self.jobs_by_q: list[int] = []
+        self.demand_by_q: list[int] = []
+        self.caps_by_q: list[list[int]] = []  # distinct caps, ascending
+        self.held_by_q: list[dict[int, int]] = []  # cap -> jobs holding it
 
     @property
     def n(self) -> int:
@@ -137,21 +177,42 @@ class FairPool:
         self.cap[i] = run.max_cpus
         self.rate[i] = 0.0
         self.qix[i] = qix
+        self.arrival[i] = run.arrival
         self.slot[id(run)] = i
+        self._count(qix, run.max_cpus, 1)
 
     def remove(self, run: JobRun) -> float:
         """Drop ``run`` and return its remaining work."""
         i = self.slot.pop(id(run))
         left = float(self.rem[i])
+        self._count(int(self.qix[i]), run.max_cpus, -1)
         last = self.n - 1
         if i != last:
             moved = self.runs[last]
             self.runs[i] = moved
-            for arr in (self.rem, self.cap, self.rate, self.qix):
+            for arr in (self.rem, self.cap, self.rate, self.qix, self.arrival):
                 arr[i] = arr[last]
             self.slot[id(moved)] = i
         self.runs.pop()
         return left
+
+    def _count(self, q: int, cap: int, sign: int) -> None:
+        while len(self.jobs_by_q) <= q:
+            self.jobs_by_q.append(0)
+            self.demand_by_q.append(0)
+            self.caps_by_q.append([])
+            self.held_by_q.append({})
+        self.jobs_by_q[q] += sign
+        self.demand_by_q[q] += sign * cap
+        held = self.held_by_q[q]
+        now = held.get(cap, 0) + sign
+        if now:
+            held[cap] = now
+            if now == 1 and sign > 0:
+                bisect.insort(self.caps_by_q[q], cap)
+        else:
+            del held[cap]
+            self.caps_by_q[q].remove(cap)
 
     def _grow(self) -> None:
         size = self.rem.size * 2
@@ -159,6 +220,7 @@ class FairPool:
         self.cap = np.resize(self.cap, size)
         self.rate = np.resize(self.rate, size)
         self.qix = np.resize(self.qix, size)
+        self.arrival = np.resize(self.arrival, size)
 
 
 class Cluster:
@@ -183,7 +245,13 @@ class Cluster:
         self._next_fs: Event | None = None
         self._replan_pending = False
         self._last = engine.now
+        # Whether some remaining work changed since the last look for drained jobs: a replan
+        # right after a completion at the same instant need not look again.
+        self._drain_unchecked = False
         self._fs_rate_by_q: FloatArray = np.zeros(0)
+        # The same rates as Python floats and their numpy total, read at every event.
+        self._fs_rates: list[float] = []
+        self._fs_total = 0.0
         self.busy_integral = 0.0
         self.used_integral: list[float] = []
         self.tally = AllocationTally()  # fixed grants, for the fairness snapshots
@@ -201,7 +269,7 @@ class Cluster:
             self.max_shares.append(1.0)
             self._granted_by_q.append(0.0)
             self.used_integral.append(0.0)
-            self._fs_rate_by_q = np.append(self._fs_rate_by_q, 0.0)
+            self._set_fs_rates(np.append(self._fs_rate_by_q, 0.0))
         return ix
 
     def set_shares(self, shares: Mapping[str, float], max_shares: Mapping[str, float]) -> None:
@@ -221,12 +289,12 @@ class Cluster:
 
     def used_by_queue(self) -> list[float]:
         """Vcores held right now per queue (granted plus fair-share rates)."""
-        return [g + float(r) for g, r in zip(self._granted_by_q, self._fs_rate_by_q, strict=True)]
+        return [g + r for g, r in zip(self._granted_by_q, self._fs_rates, strict=True)]
 
     def used_of(self, q: int) -> float:
         """``used_by_queue()[q]`` without building the list (the same arithmetic, so the same
-        value: the task model asks this once per queue per container decision)."""
-        return self._granted_by_q[q] + float(self._fs_rate_by_q[q])
+        value)."""
+        return self._granted_by_q[q] + self._fs_rates[q]
 
     def running_fair(self) -> list[JobRun]:
         """Fair-share jobs currently running."""
@@ -245,6 +313,7 @@ class Cluster:
         self.advance()
         self._begin(run)
         self.pool.add(run, self.queue_index(run.job.queue))
+        self._drain_unchecked = True
         self.request_replan()
 
     def start_fixed(self, run: JobRun, cpus: int) -> None:
@@ -325,10 +394,17 @@ class Cluster:
         n = self.pool.n
         if n:
             self.pool.rem[:n] -= self.pool.rate[:n] * dt
-        for q, used in enumerate(self.used_by_queue()):
-            self.used_integral[q] += used * dt
-        self.busy_integral += (self.granted + float(self._fs_rate_by_q.sum())) * dt
+            self._drain_unchecked = True
+        integral = self.used_integral
+        for q, (g, r) in enumerate(zip(self._granted_by_q, self._fs_rates, strict=True)):
+            integral[q] += (g + r) * dt
+        self.busy_integral += (self.granted + self._fs_total) * dt
         self._last = now
+
+    def _set_fs_rates(self, by_q: FloatArray) -> None:
+        self._fs_rate_by_q = by_q
+        self._fs_rates = by_q.tolist()
+        self._fs_total = float(by_q.sum())
 
     def _replan(self) -> None:
         # Still "pending" while finished jobs are reported, so that jobs an allocator starts
@@ -342,37 +418,44 @@ class Cluster:
             self._next_fs = None
         nq = len(self.queues)
         if n == 0:
-            self._fs_rate_by_q = np.zeros(nq)
+            self._set_fs_rates(np.zeros(nq))
             return
         qix, cap = pool.qix[:n], pool.cap[:n]
-        demand = np.bincount(qix, weights=cap, minlength=nq)
+        demand = [float(d) for d in pool.demand_by_q]
+        demand += [0.0] * (nq - len(demand))
         total = float(self.free)
         allocs = queue_fill(
-            total,
-            [float(d) for d in demand],
-            self.shares,
-            [m * self.capacity for m in self.max_shares],
+            total, demand, self.shares, [m * self.capacity for m in self.max_shares]
         )
-        single = nq == 1
-        levels = np.array([self._level(q, allocs[q], qix, cap, single) for q in range(nq)])
-        rate = np.minimum(cap, levels[0] if single else levels[qix])
-        pool.rate[:n] = rate
-        self._fs_rate_by_q = np.bincount(qix, weights=rate, minlength=nq).astype(np.float64)
-        self._schedule_next_fs()
+        levels = [self._level(q, allocs[q]) for q in range(nq)]
+        rate = pool.rate[:n]
+        np.minimum(cap, levels[0] if nq == 1 else np.array(levels)[qix], out=rate)
+        self._set_fs_rates(np.asarray(np.bincount(qix, weights=rate, minlength=nq), np.float64))
+        jobs = pool.jobs_by_q
+        # A queue given anything gives each of its jobs a positive rate (caps are >= 1).
+        all_moving = all(lv > 0 for q, lv in enumerate(levels) if q < len(jobs) and jobs[q])
+        self._schedule_next_fs(all_moving)
 
-    @staticmethod
-    def _level(q: int, alloc: float, qix: IntArray, cap: FloatArray, single: bool) -> float:
+    def _level(self, q: int, alloc: float) -> float:
         if alloc <= _EPS:
             return 0.0
-        return level_for(alloc, cap if single else cap[qix == q])
+        pool = self.pool
+        if q >= len(pool.jobs_by_q) or not pool.jobs_by_q[q]:
+            return float("inf")
+        return level_for_counts(
+            alloc, pool.jobs_by_q[q], pool.demand_by_q[q], pool.caps_by_q[q], pool.held_by_q[q]
+        )
 
-    def _schedule_next_fs(self) -> None:
+    def _schedule_next_fs(self, all_moving: bool) -> None:
         n = self.pool.n
-        rate = self.pool.rate[:n]
-        moving = rate > 0
-        if not moving.any():
-            return
-        ttf = self.pool.rem[:n][moving] / rate[moving]
+        rem, rate = self.pool.rem[:n], self.pool.rate[:n]
+        if all_moving:
+            ttf = rem / rate
+        else:
+            moving = rate > 0
+            if not moving.any():
+                return
+            ttf = rem[moving] / rate[moving]
         at = self.engine.now + max(0.0, float(ttf.min()))
         self._next_fs = self.engine.schedule(at, self._on_fs_completion, PRIORITY_COMPLETION)
 
@@ -390,8 +473,9 @@ class Cluster:
 
     def _complete_drained(self) -> None:
         n = self.pool.n
-        if not n:
+        if not n or not self._drain_unchecked:
             return
+        self._drain_unchecked = False
         # Absolute slack in vcore-seconds: completion times are computed to drain the job
         # exactly, so what is left is float noise; a job missed here is caught at the next event.
         done = np.nonzero(self.pool.rem[:n] <= _DONE_SLACK)[0]

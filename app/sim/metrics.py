@@ -35,6 +35,7 @@ import numpy.typing as npt
 from app.sim.jobs import JobRun, Status
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
 def jain(values: Sequence[float]) -> float | None:
@@ -112,22 +113,61 @@ def snapshot_indexes(
     n = allocs.size + tally.n
     s, s2 = float(f.sum()) + tally.sum_f, float(np.dot(f, f)) + tally.sum_f2
     fairness = s * s / (n * s2) if n and s2 > 1e-12 else None
+    if not allocs.size:
+        return fairness, _equality(tally.classes)
+    uniq, counts, sums, sqs = _classes(allocs, demands)
+    if not tally.classes:
+        # Only the jobs in the arrays (every fair-share run): the classes in ascending demand,
+        # summed as the loop of ``_equality`` would, left to right (``cumsum`` adds in order).
+        keep = sqs > 1e-12
+        if not keep.any():
+            return fairness, None
+        kept_sums, kept_sqs = sums[keep], sqs[keep]
+        total = float(np.cumsum(kept_sums * kept_sums / kept_sqs)[-1])
+        return fairness, total / float(counts[keep].sum())
     classes = {d: list(v) for d, v in tally.classes.items()}
-    if allocs.size:
-        uniq, inv, counts = np.unique(demands, return_inverse=True, return_counts=True)
-        sums = np.bincount(inv, weights=allocs)
-        sqs = np.bincount(inv, weights=allocs * allocs)
-        for k, d in enumerate(uniq.tolist()):
-            c = classes.setdefault(d, [0.0, 0.0, 0.0])
-            c[0] += float(counts[k])
-            c[1] += float(sums[k])
-            c[2] += float(sqs[k])
+    for d, count, sa, sa2 in zip(
+        uniq.tolist(), counts.tolist(), sums.tolist(), sqs.tolist(), strict=True
+    ):
+        c = classes.setdefault(d, [0.0, 0.0, 0.0])
+        c[0] += count
+        c[1] += sa
+        c[2] += sa2
+    return fairness, _equality(classes)
+
+
+def _classes(
+    allocs: FloatArray, demands: FloatArray
+) -> tuple[FloatArray, IntArray, FloatArray, FloatArray]:
+    """The distinct demands in ascending order, and per demand the jobs, the sum of their
+    allocations and of their squares, each summed in array order."""
+    low, high = float(demands.min()), float(demands.max())
+    whole = demands.astype(np.int64) if low >= 0 and high <= 4 * demands.size + 1024 else None
+    if whole is not None and bool((whole == demands).all()):
+        # whole vcores (the simulator's caps): counted by value, without sorting
+        held = np.bincount(whole)
+        present = np.flatnonzero(held)
+        uniq = present.astype(np.float64)
+        counts = np.asarray(held[present], np.int64)
+        sums = np.asarray(np.bincount(whole, weights=allocs)[present], np.float64)
+        sqs = np.asarray(np.bincount(whole, weights=allocs * allocs)[present], np.float64)
+        return uniq, counts, sums, sqs
+    found, inv, found_counts = np.unique(demands, return_inverse=True, return_counts=True)
+    return (
+        found,
+        np.asarray(found_counts, np.int64),
+        np.asarray(np.bincount(inv, weights=allocs), np.float64),
+        np.asarray(np.bincount(inv, weights=allocs * allocs), np.float64),
+    )
+
+
+def _equality(classes: dict[float, list[float]]) -> float | None:
     total = weight = 0.0
     for count, sa, sa2 in classes.values():
         if count > 0 and sa2 > 1e-12:
             total += sa * sa / sa2  # Jain x count = sa^2 / (count * sa2) x count
             weight += count
-    return fairness, (total / weight if weight else None)
+    return total / weight if weight else None
 
 
 @dataclass(frozen=True, slots=True)

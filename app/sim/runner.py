@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from app.sim import metrics
 from app.sim.cluster import Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_ARRIVAL, PRIORITY_CONTROL, PRIORITY_SAMPLE, Engine
@@ -92,6 +95,22 @@ class _LiveTally:
     waiting_input_bytes: float = 0
     demand: int = 0
     slowdown_sum: float = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrivalColumns:
+    """Per job, in arrival order: what a control tick sums over the live jobs."""
+
+    queue: npt.NDArray[np.int64]
+    cpus: npt.NDArray[np.int64]
+    input_bytes: npt.NDArray[np.float64]
+    submit: npt.NDArray[np.float64]
+    ideal: npt.NDArray[np.float64]
+
+
+def _in_order(values: npt.NDArray[np.float64]) -> float:
+    """``sum`` of ``values`` added left to right from the integer 0, as the loop does."""
+    return float(np.cumsum(values)[-1]) if values.size else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +235,7 @@ class Simulation:
         self._disc: dict[str, float] = {}
         self._last_control_used: list[float] = []
         self._last_control_t = self._engine.now
+        self._by_arrival: _ArrivalColumns | None = None
 
     # ----- SimContext ----------------------------------------------------------------------
     @property
@@ -286,7 +306,7 @@ class Simulation:
         while self._next < len(jobs) and jobs[self._next].submit_s <= now:
             job = jobs[self._next]
             self._next += 1
-            run = JobRun(job, job.max_cpus(cap))
+            run = JobRun(job, job.max_cpus(cap), arrival=self._next - 1)
             self._live[id(run)] = run
             self._cluster.tally.add(0.0, run.max_cpus)  # waiting: A_i = 0
             self.allocator.submit(run)
@@ -357,9 +377,16 @@ class Simulation:
         return out
 
     def _tally_live(self) -> dict[str, _LiveTally]:
-        """One pass over the live jobs, summed per queue in the order they are held (the order
-        of the per-queue sums it replaced, so every float is the same). The rates are read as one
-        list: ``Cluster.rate_of`` per job was most of a control tick in large workloads."""
+        """The live jobs summed per queue in the order they are held (the order of the per-queue
+        sums this replaced, so every float is the same): as arrays when they are all in the
+        fair-share pool, else in one pass."""
+        if len(self._live) == self._cluster.pool.n:
+            return self._tally_pool()
+        return self._tally_each()
+
+    def _tally_each(self) -> dict[str, _LiveTally]:
+        """One pass over the live jobs, with the rates read as one list (``Cluster.rate_of`` per
+        job was most of a control tick in large workloads)."""
         cl = self._cluster
         capacity = cl.capacity
         rates = cl.pool.rate[: cl.pool.n].tolist()
@@ -386,6 +413,51 @@ class Simulation:
             if slowdowns:
                 t.slowdown_sum += (now - run.job.submit_s) / run.job.ideal_runtime(capacity)
         return tallies
+
+    def _tally_pool(self) -> dict[str, _LiveTally]:
+        """``_tally_live`` when every live job is a fair-share job of the pool (queue controllers
+        run over Baseline FS): the same sums as arrays. The pool is put in arrival order, the
+        order of ``_live``, and each float sum is a ``cumsum``, which adds left to right as the
+        loop does."""
+        cl = self._cluster
+        cols = self._arrival_columns()
+        n = cl.pool.n
+        order = np.argsort(cl.pool.arrival[:n])
+        held = cl.pool.rate[:n][order]
+        ks = cl.pool.arrival[:n][order]
+        queue, cpus = cols.queue[ks], cols.cpus[ks]
+        waiting = held < 1.0
+        short = np.maximum(0.0, cpus - held)
+        slowdown = (self.now - cols.submit[ks]) / cols.ideal[ks] if self._reads_slowdowns else None
+        tallies: dict[str, _LiveTally] = {}
+        for q, name in enumerate(cl.queues):
+            mine = queue == q
+            jobs = int(np.count_nonzero(mine))
+            if not jobs:
+                continue
+            mine_waiting = mine & waiting
+            tallies[name] = _LiveTally(
+                jobs=jobs,
+                waiting=int(np.count_nonzero(mine_waiting)),
+                waiting_tasks=_in_order(short[mine]),
+                waiting_input_bytes=_in_order(cols.input_bytes[ks][mine_waiting]),
+                demand=int(cpus[mine].sum()),
+                slowdown_sum=0 if slowdown is None else _in_order(slowdown[mine]),
+            )
+        return tallies
+
+    def _arrival_columns(self) -> _ArrivalColumns:
+        if self._by_arrival is None:
+            cl, cap = self._cluster, self._cluster.capacity
+            jobs = self._jobs
+            self._by_arrival = _ArrivalColumns(
+                queue=np.array([cl.queue_index(j.queue) for j in jobs], dtype=np.int64),
+                cpus=np.array([j.max_cpus(cap) for j in jobs], dtype=np.int64),
+                input_bytes=np.array([j.input_bytes for j in jobs], dtype=np.float64),
+                submit=np.array([j.submit_s for j in jobs], dtype=np.float64),
+                ideal=np.array([j.ideal_runtime(cap) for j in jobs], dtype=np.float64),
+            )
+        return self._by_arrival
 
     def _observe_queue(self, name: str, q: int, live: _LiveTally, used: float) -> QueueObservation:
         cl = self._cluster

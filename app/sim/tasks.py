@@ -24,6 +24,7 @@ import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from app.sim.cluster import Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_COMPLETION, Engine, Event
@@ -33,7 +34,8 @@ MODELS = ("fluid", "tasks")
 """``fluid``: instant re-sharing (``Cluster``); ``tasks``: this module's ``TaskCluster``."""
 
 _EPS = 1e-9
-_HeapEntry = tuple[int, int, int, JobRun]  # (running containers, arrival seq, version, run)
+# (running containers, arrival seq, version, the job's tasks); the first three never tie
+_HeapEntry = tuple[int, int, int, "_TaskState"]
 
 
 def task_seconds(run: JobRun) -> float:
@@ -69,12 +71,15 @@ class _Wave:
 class _TaskState:
     """A fair-share job's tasks: not started, running, finished."""
 
+    run: JobRun
     seq: int
+    q: int  # the job's queue index
     task_s: float
     todo: int
     done: int = 0
     running: int = 0
     version: int = 0  # heap entries with an older version are stale
+    live: bool = True  # False once the job ended: all its heap entries are stale
     waves: dict[float, _Wave] = field(default_factory=dict)
 
 
@@ -82,13 +87,16 @@ class TaskCluster(Cluster):
     """``Cluster`` with container-granular, non-preemptive fair share and waves for grants.
 
     ``pool.rate`` holds each fair-share job's running containers, so the runner's samples and
-    observations read it exactly as in the fluid model.
+    observations read it exactly as in the fluid model. The running containers per queue are
+    plain ints (``_running_by_q``, not the fluid model's ``_fs_rate_by_q``): every task start and
+    end updates them, and whole numbers add up exactly in any order.
     """
 
     def __init__(self, engine: Engine, spec: ClusterSpec, on_end: Callable[[JobRun], None]):
         super().__init__(engine, spec, on_end)
         self._state: dict[int, _TaskState] = {}
         self._heaps: list[list[_HeapEntry]] = []
+        self._running_by_q: list[int] = []
         self._arrivals = 0
         self.fs_running = 0
 
@@ -97,12 +105,21 @@ class TaskCluster(Cluster):
         ix = super().queue_index(name)
         while len(self._heaps) < len(self.queues):
             self._heaps.append([])
+            self._running_by_q.append(0)
         return ix
 
     @property
     def free(self) -> int:
         """Containers neither granted nor running a fair-share task (a grant cannot preempt)."""
         return self.capacity - self.granted - self.fs_running
+
+    def used_by_queue(self) -> list[float]:
+        """Containers held right now per queue (granted plus running tasks)."""
+        return [g + r for g, r in zip(self._granted_by_q, self._running_by_q, strict=True)]
+
+    def used_of(self, q: int) -> float:
+        """``used_by_queue()[q]`` without building the list."""
+        return self._granted_by_q[q] + self._running_by_q[q]
 
     # ----- time -------------------------------------------------------------------------------
     def advance(self) -> None:
@@ -111,8 +128,9 @@ class TaskCluster(Cluster):
         dt = now - self._last
         if dt <= 0:
             return
-        for q, used in enumerate(self.used_by_queue()):
-            self.used_integral[q] += used * dt
+        integral = self.used_integral
+        for q, (g, r) in enumerate(zip(self._granted_by_q, self._running_by_q, strict=True)):
+            integral[q] += (g + r) * dt
         self.busy_integral += (self.granted + self.fs_running) * dt
         self._last = now
 
@@ -139,10 +157,10 @@ class TaskCluster(Cluster):
         self._begin(run)
         q = self.queue_index(run.job.queue)
         self.pool.add(run, q)
-        state = _TaskState(self._arrivals, task_seconds(run), run.job.tasks)
+        state = _TaskState(run, self._arrivals, q, task_seconds(run), run.job.tasks)
         self._arrivals += 1
         self._state[id(run)] = state
-        self._push(run, state, q)
+        self._push(state)
         self.request_replan()
 
     def kill(self, run: JobRun, reason: str) -> None:
@@ -159,52 +177,72 @@ class TaskCluster(Cluster):
             self._release_grant(run)
         else:
             state = self._state[id(run)]
-            partial = 0.0
+            in_flight = 0.0
             for wave in state.waves.values():
                 wave.event.cancel()
-                partial += wave.width * (now - wave.start)
-            self._release_fair(run, state.running)
-            run.consumed = state.done * state.task_s + partial
-            self._forget(run)
+                in_flight += wave.width * (now - wave.start)
+            self._release_fair(state, state.running)
+            run.consumed = state.done * state.task_s + in_flight
+            self._forget(state)
             self.request_replan()
         self._end(run, Status.KILLED)
 
     def _replan(self) -> None:
-        # Only free containers are handed out: nothing running is ever taken away.
+        # Only free containers are handed out: nothing running is ever taken away. YARN hands
+        # them out one at a time; a run of containers that the one-at-a-time rule would give to
+        # the same queue (and inside it to the same job) is handed out in one step.
         self.advance()
         self._replan_pending = False
         free = self.free
-        while free > 0:
-            q = self._pick_queue()
-            if q is None:
-                return
-            limit = min(free, self._room(q)) if self._eligible_queues() == 1 else 1
-            run, state, width = self._pick_job(q, limit)
-            self._assign(run, state, q, width)
+        if free <= 0:
+            return
+        wanting = [q for q in range(len(self.queues)) if self._open(q)]
+        q, run = -1, 0  # the queue picked and the containers left of its run
+        while wanting:
+            if len(wanting) == 1:
+                q = wanting[0]
+                run = min(free, self._room(q))
+            elif not run:
+                q, run = self._pick_queue(wanting, free)
+            state, width = self._pick_job(q, run)
+            self._assign(state, width)
             free -= width
+            run -= width
+            if free <= 0:
+                return
+            if not self._open(q):
+                wanting.remove(q)
+                run = 0
+
+    def _open(self, q: int) -> bool:
+        """Whether queue ``q`` has a job wanting a container and room under its maximum; when
+        it has, the head of its heap is that job's valid entry."""
+        return self._room(q) >= 1 and self._head(q) is not None
 
     def _room(self, q: int) -> int:
         """Containers queue ``q`` may still take under its maximum share (YARN assigns a
         container only if it keeps the queue within maxResources)."""
         return math.floor(self.max_shares[q] * self.capacity - self.used_of(q) + _EPS)
 
-    def _eligible_queues(self) -> int:
-        return sum(
-            1 for q in range(len(self.queues)) if self._head(q) is not None and self._room(q) >= 1
-        )
+    def _order(self, q: int, used: float) -> tuple[tuple[int, float], int]:
+        """Sort key of queue ``q`` holding ``used``: furthest below its share first (share-0
+        queues only borrow what is left), the lower index on ties."""
+        share = self.shares[q]
+        return ((0, used / share) if share > 0 else (1, used)), q
 
-    def _pick_queue(self) -> int | None:
-        """The queue furthest below its share (share-0 queues only borrow what is left)."""
-        best: tuple[int, float] | None = None
-        pick = None
-        for q, used in enumerate(self.used_by_queue()):
-            if self._room(q) < 1 or self._head(q) is None:
-                continue
-            share = self.shares[q]
-            key = (0, used / share) if share > 0 else (1, used)
-            if best is None or key < best:
-                best, pick = key, q
-        return pick
+    def _pick_queue(self, wanting: list[int], free: int) -> tuple[int, int]:
+        """The queue a free container goes to, and how many containers in a row it would get
+        one at a time before another wanting queue comes first (each one raises its use)."""
+        keys = sorted(self._order(q, self.used_of(q)) for q in wanting)
+        q, rival = keys[0][1], keys[1]
+        used, top = self.used_of(q), self.max_shares[q] * self.capacity
+        run = 1
+        while run < free:
+            after = used + run
+            if math.floor(top - after + _EPS) < 1 or not self._order(q, after) < rival:
+                break
+            run += 1
+        return q, run
 
     def _head(self, q: int) -> _HeapEntry | None:
         heap = self._heaps[q]
@@ -215,70 +253,72 @@ class TaskCluster(Cluster):
         return None
 
     @staticmethod
-    def _wants(run: JobRun, state: _TaskState) -> bool:
-        return state.todo > 0 and state.running < run.max_cpus
+    def _valid(entry: _HeapEntry) -> bool:
+        # A push follows every change of a job's counts, so the entry carrying the job's current
+        # version is its only valid one.
+        state = entry[3]
+        return state.live and state.version == entry[2] and TaskCluster._wants(state)
 
-    def _pick_job(self, q: int, limit: int) -> tuple[JobRun, _TaskState, int]:
-        """The job with the fewest running containers, and how many containers in a row the
-        one-at-a-time rule would give it before another job of the queue comes first."""
-        head = self._head(q)
-        assert head is not None
-        heapq.heappop(self._heaps[q])
-        run = head[3]
-        state = self._state[id(run)]
-        width = min(limit, state.todo, run.max_cpus - state.running)
+    @staticmethod
+    def _wants(state: _TaskState) -> bool:
+        return state.todo > 0 and state.running < state.run.max_cpus
+
+    def _pick_job(self, q: int, limit: int) -> tuple[_TaskState, int]:
+        """The job with the fewest running containers (the head ``_open`` found), and how many
+        containers in a row the one-at-a-time rule would give it before another job of the
+        queue comes first."""
+        state = heapq.heappop(self._heaps[q])[3]
+        width = min(limit, state.todo, state.run.max_cpus - state.running)
         nxt = self._head(q)
         if nxt is not None:
             width = min(width, nxt[0] - state.running + (1 if state.seq < nxt[1] else 0))
-        return run, state, max(1, width)
+        return state, max(1, width)
 
-    def _assign(self, run: JobRun, state: _TaskState, q: int, width: int) -> None:
+    def _assign(self, state: _TaskState, width: int) -> None:
         now = self.engine.now
         state.running += width
         state.todo -= width
         state.version += 1
-        self.pool.rate[self.pool.slot[id(run)]] = state.running
+        self.pool.rate[self.pool.slot[id(state.run)]] = state.running
         self.fs_running += width
-        self._fs_rate_by_q[q] += width
+        self._running_by_q[state.q] += width
         end = now + state.task_s
         wave = state.waves.get(end)
         if wave is not None:
             wave.width += width
         else:
-            event = self.engine.schedule(end, self._wave_ender(run, end), PRIORITY_COMPLETION)
+            ender = partial(self._wave_done, state, end)
+            event = self.engine.schedule(end, ender, PRIORITY_COMPLETION)
             state.waves[end] = _Wave(width, now, event)
-        self._push(run, state, q)
+        self._push(state)
 
-    def _wave_ender(self, run: JobRun, end: float) -> Callable[[], None]:
-        return lambda: self._wave_done(run, end)
-
-    def _wave_done(self, run: JobRun, end: float) -> None:
+    def _wave_done(self, state: _TaskState, end: float) -> None:
         self.advance()
-        state = self._state[id(run)]
         wave = state.waves.pop(end)
         state.done += wave.width
         state.version += 1
-        self._release_fair(run, wave.width)
+        self._release_fair(state, wave.width)
         state.running -= wave.width
+        run = state.run
         if state.done == run.job.tasks:
-            self._forget(run)
+            self._forget(state)
             run.consumed = run.job.work
             self._end(run, _outcome(run, self.engine.now))
         else:
             self.pool.rate[self.pool.slot[id(run)]] = state.running
-            self._push(run, state, self.queue_index(run.job.queue))
+            self._push(state)
         self.request_replan()
 
-    def _release_fair(self, run: JobRun, containers: int) -> None:
+    def _release_fair(self, state: _TaskState, containers: int) -> None:
         self.fs_running -= containers
-        self._fs_rate_by_q[self.queue_index(run.job.queue)] -= containers
+        self._running_by_q[state.q] -= containers
 
-    def _push(self, run: JobRun, state: _TaskState, q: int) -> None:
-        if self._wants(run, state):
-            heap = self._heaps[q]
-            heapq.heappush(heap, (state.running, state.seq, state.version, run))
+    def _push(self, state: _TaskState) -> None:
+        if self._wants(state):
+            heap = self._heaps[state.q]
+            heapq.heappush(heap, (state.running, state.seq, state.version, state))
             if len(heap) > 4 * len(self._state) + 64:
-                self._compact(q)
+                self._compact(state.q)
 
     def _compact(self, q: int) -> None:
         # Stale entries (older versions, ended jobs) sink below the valid ones; drop them now and
@@ -287,14 +327,10 @@ class TaskCluster(Cluster):
         heapq.heapify(live)
         self._heaps[q] = live
 
-    def _valid(self, entry: _HeapEntry) -> bool:
-        run = entry[3]
-        state = self._state.get(id(run))
-        return state is not None and state.version == entry[2] and self._wants(run, state)
-
-    def _forget(self, run: JobRun) -> None:
-        self.pool.remove(run)
-        del self._state[id(run)]
+    def _forget(self, state: _TaskState) -> None:
+        state.live = False
+        self.pool.remove(state.run)
+        del self._state[id(state.run)]
 
 
 def _outcome(run: JobRun, now: float) -> Status:

@@ -1,20 +1,26 @@
 """Simulator speed-ups change no result: each optimised path is compared, on fixed seeds, with
-the algorithm it replaced, kept here as the reference implementation."""
+the algorithm it replaced, kept here (or, for the clusters, in ``reference_sim.py``) as the
+reference implementation."""
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+import random
+from collections import Counter, defaultdict
 from typing import Any
 
+import numpy as np
 import pytest
 
-from app.sim import experiment, trace
-from app.sim.cluster import ClusterSpec
+from app.control import floors as control_floors
+from app.domain.observation import ClusterTotals
+from app.sim import experiment, metrics, trace
+from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
+from tests.sim import reference_sim
 
 
 def _reference_room(self: TaskCluster, q: int) -> int:
@@ -136,3 +142,120 @@ def test_one_pass_observation_is_identical_to_the_reference(
     fast = _run(policy, 4, model)
     monkeypatch.setattr(Simulation, "_observe", _reference_observe)
     assert _run(policy, 4, model) == fast  # exact: every end time, headline number and step
+
+
+Workload = tuple[int, int, int, tuple[tuple[str, float], ...], float]
+_WORKLOADS: dict[str, Workload] = {
+    # jobs, seed, vcores, queues, mean gap: an overloaded and a loaded cluster, 1 to 3 queues
+    "two queues": (300, 1, 80, (("a", 0.7), ("b", 0.3)), 4.0),
+    "three queues": (250, 2, 50, (("a", 0.5), ("b", 0.3), ("c", 0.2)), 2.0),
+    "one queue": (200, 3, 40, (("a", 1.0),), 15.0),
+}
+
+
+def _everything(policy: str, model: str, workload: Workload) -> tuple[object, ...]:
+    """Every job's end, start, consumption and status, every headline number but the engine's
+    event count, and every measured series of one run."""
+    n, seed, vcores, queues, gap = workload
+    spec = trace.SyntheticSpec(jobs=n, mean_interarrival_s=gap, queues=queues)
+    jobs = experiment.with_deadlines(trace.synthetic(spec, seed), "Fixed2x", vcores, seed)
+    result = experiment.run_policy(policy, jobs, ClusterSpec(vcores), model=model)
+    runs = [(r.job.job_id, r.start_s, r.end_s, r.consumed, r.status) for r in result.runs]
+    summary = {k: v for k, v in result.summary().items() if k not in ("wall_s", "events")}
+    return runs, summary, result.busy_vcore_s, result.series
+
+
+@pytest.mark.parametrize("workload", sorted(_WORKLOADS))
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+@pytest.mark.parametrize("policy", ["baseline-fs", "reactive-fs", "fawkes:TD", "ltrf", "justice"])
+def test_runs_are_identical_to_the_reference(
+    policy: str, model: str, workload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _everything(policy, model, _WORKLOADS[workload])
+    monkeypatch.setattr("app.sim.runner.make_cluster", reference_sim.make_cluster)
+    monkeypatch.setattr("app.sim.metrics.snapshot_indexes", reference_sim.snapshot_indexes)
+    slow = _everything(policy, model, _WORKLOADS[workload])
+    assert fast == slow  # exact: runs in the same order, every float to the last bit
+
+
+def _counted(caps: list[int]) -> tuple[int, int, list[int], dict[int, int]]:
+    held = Counter(caps)
+    return len(caps), sum(caps), sorted(held), dict(held)
+
+
+def test_level_from_counts_is_identical_to_the_sorted_arrays() -> None:
+    rnd = random.Random(7)
+    for _ in range(4000):
+        caps = [rnd.choice((1, 1, 1, 2, 3, 5, 8, 40, 400)) for _ in range(rnd.randint(1, 60))]
+        if rnd.random() < 0.6:
+            # an allocation that fills the caps up to one of them exactly (a tie at a level),
+            # or a few float steps off it, where rounding decides the comparisons
+            low = sorted(caps)
+            cut = rnd.randint(1, len(caps))
+            alloc = float(sum(low[:cut]) + low[cut - 1] * (len(caps) - cut))
+            for _ in range(rnd.choice((0, 0, 1, 2, 5, 40))):
+                alloc = math.nextafter(alloc, math.inf if rnd.random() < 0.7 else 0.0)
+        else:
+            alloc = rnd.uniform(0.001, 1.2 * sum(caps))
+        ref = reference_sim.level_for(alloc, np.array(caps, dtype=np.float64))
+        assert level_for_counts(alloc, *_counted(caps)) == ref, (alloc, caps)
+
+
+def test_snapshot_indexes_are_identical_to_the_reference() -> None:
+    rnd = random.Random(11)
+    for case in range(1500):
+        n = rnd.randint(0, 80)
+        whole = case % 3 != 0
+        demands = [
+            float(rnd.choice((1, 2, 7, 40, 400, 5000))) if whole else rnd.uniform(0.5, 50)
+            for _ in range(n)
+        ]
+        allocs = [rnd.choice((0.0, rnd.uniform(0, d), d)) for d in demands]
+        tally = metrics.AllocationTally()
+        for _ in range(rnd.choice((0, 0, 3))):  # grants and waiting jobs, as admission runs have
+            demand = rnd.choice((1, 2, 7, 40))
+            tally.add(float(rnd.randint(0, demand)), demand)
+        a, d = np.array(allocs), np.array(demands)
+        assert metrics.snapshot_indexes(a, d, tally) == reference_sim.snapshot_indexes(a, d, tally)
+
+
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:JS", "ltrf"])
+def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
+    policy: str, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks: list[int] = []
+
+    def both(self: Simulation) -> dict[str, Any]:
+        fast = self._tally_pool()
+        assert fast == self._tally_each()
+        ticks.append(len(fast))
+        return fast
+
+    monkeypatch.setattr(Simulation, "_tally_live", both)
+    for workload in _WORKLOADS.values():
+        _everything(policy, model, workload)
+    assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
+
+
+def _reference_floors_for(
+    self: ControllerPolicy, capacity: int, total: ClusterTotals
+) -> control_floors.Floors:
+    # The replaced code: the floors computed afresh at every tick.
+    return control_floors.compute(
+        self.queues,
+        self.cfg.floors,
+        control_floors.Amount(1, self.container_mb),
+        "simulated container",
+        control_floors.Amount(total.vcores, total.memory_mb),
+        self.cfg.bounds,
+    )
+
+
+@pytest.mark.parametrize("policy", ["fawkes:TD", "ltrf", "rrf"])
+def test_floors_computed_once_per_size_change_nothing(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = _everything(policy, "fluid", _WORKLOADS["three queues"])
+    monkeypatch.setattr(ControllerPolicy, "_floors_for", _reference_floors_for)
+    assert _everything(policy, "fluid", _WORKLOADS["three queues"]) == fast
