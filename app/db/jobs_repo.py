@@ -8,13 +8,14 @@ kill) never overwrite each other's step, on one process or several.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVarTuple
 
-from sqlalchemy import CursorResult, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Row, Select, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.selectable import ScalarSelect
 
 from app.db.jobs_models import (
     AdmissionSetting,
@@ -39,6 +40,8 @@ from app.domain.tags import (
 from app.policies.justice import core as justice
 
 ESTIMATOR_ID = 1
+
+_Ts = TypeVarTuple("_Ts")
 
 
 # ---- estimator ---------------------------------------------------------------------------------
@@ -123,6 +126,12 @@ def cluster_id(session: Session, cluster_name: str) -> int | None:
     return session.scalar(select(Cluster.id).where(Cluster.name == cluster_name))
 
 
+def cluster_id_of(cluster_name: str) -> ScalarSelect[int]:
+    """``cluster_id`` as a subquery, to write into a row's column in its own insert (NULL when
+    the poller has not created the cluster)."""
+    return select(Cluster.id).where(Cluster.name == cluster_name).scalar_subquery()
+
+
 # ---- jobs --------------------------------------------------------------------------------------
 
 
@@ -143,6 +152,38 @@ def job_by_key(session: Session, key: str) -> Job | None:
     return session.scalar(select(Job).where(Job.idempotency_key == key))
 
 
+def jobs_by_keys(
+    session: Session, keys: Collection[str]
+) -> dict[str, tuple[Job, JobDecision | None]]:
+    """The jobs created with any of ``keys``, each with its first decision (what a replay
+    answers), in one query: a batch of submissions looks up all its keys at once."""
+    if not keys:
+        return {}
+    first = (
+        select(func.min(JobDecision.id))
+        .where(JobDecision.job_id == Job.id)
+        .correlate(Job)
+        .scalar_subquery()
+    )
+    stmt = (
+        select(Job, JobDecision)
+        .outerjoin(JobDecision, JobDecision.id == first)
+        .where(Job.idempotency_key.in_(sorted(keys)))
+    )
+    out: dict[str, tuple[Job, JobDecision | None]] = {}
+    for job, decision in session.execute(stmt):
+        assert job.idempotency_key is not None  # matched by it
+        out[job.idempotency_key] = (job, decision)
+    return out
+
+
+def reload_jobs(session: Session, job_ids: Sequence[str]) -> None:
+    """Re-read jobs this session holds (one query), after ``transition`` changed them in SQL."""
+    if job_ids:
+        stmt = select(Job).where(Job.id.in_(list(job_ids)))
+        session.scalars(stmt.execution_options(populate_existing=True)).all()
+
+
 def jobs_in(
     session: Session, states: Iterable[str], limit: int = 1000, *, with_timeout: bool = True
 ) -> list[Job]:
@@ -152,6 +193,14 @@ def jobs_in(
     if not with_timeout:
         stmt = stmt.where(Job.timeout_set.is_(False))
     return list(session.scalars(stmt.order_by(Job.submitted_ms, Job.id).limit(limit)))
+
+
+def _plain_rows(session: Session, stmt: Select[*_Ts]) -> Sequence[Row[*_Ts]]:
+    """The rows of a select of columns, fetched whole through Core: a full round reads every
+    waiting job, and the ORM's per-row work about doubled what fetching them cost. The session's
+    pending changes are flushed first, as its own ``execute`` would."""
+    session.flush()
+    return session.connection().execute(stmt).all()
 
 
 _ADMISSION_COLUMNS = (
@@ -174,7 +223,7 @@ def admission_inputs(
     )
     waiting: list[justice.Job] = []
     running: list[justice.RunningJob] = []
-    for job_id, state, tasks, deadline_s, submitted_ms, cpus in session.execute(stmt):
+    for job_id, state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt):
         if state == QUEUED:
             waiting.append(justice.Job(job_id, tasks, deadline_s, submitted_ms / 1000))
         else:
@@ -182,6 +231,29 @@ def admission_inputs(
                 justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
             )
     return waiting, running
+
+
+def holding_inputs(session: Session) -> tuple[list[justice.RunningJob], int]:
+    """The CPU-holding jobs (admitted, submitting, submitted; as ``admission_inputs`` gives
+    them) and how many jobs are queued, in one query: what an incremental round reads when it
+    has the new jobs in hand."""
+    queued = select(func.count().label("n")).where(Job.state == QUEUED).subquery()
+    # One row even when nothing holds CPUs: the count, joined to every holding job.
+    stmt = (
+        select(queued.c.n, *_ADMISSION_COLUMNS)
+        .select_from(queued)
+        .outerjoin(Job, Job.state.in_(list(HOLDING_STATES)))
+        .order_by(Job.submitted_ms, Job.id)
+    )
+    count = 0
+    running: list[justice.RunningJob] = []
+    for n, job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt):
+        count = int(n)
+        if job_id is not None:
+            running.append(
+                justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
+            )
+    return running, count
 
 
 def count_queued(session: Session) -> int:
@@ -229,6 +301,12 @@ def add_decision(session: Session, decision: JobDecision) -> JobDecision:
     session.add(decision)
     session.flush()
     return decision
+
+
+def add_decisions(session: Session, decisions: Sequence[JobDecision]) -> None:
+    """Append several decisions in one flush (one multi-row insert), ids in this order."""
+    session.add_all(decisions)
+    session.flush()
 
 
 def decisions_of(session: Session, job_id: str) -> list[JobDecision]:

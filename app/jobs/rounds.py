@@ -32,7 +32,8 @@ submission round that finds the same mark and no more free CPUs decides the new 
 against the running jobs, exactly as a round over every waiting job would decide them; if a kill
 is due, or anything in the mark changed, it runs the full round. What it leaves to the next full
 round (every service tick) is dropping older waiting jobs whose deadline has become unreachable,
-which frees nothing.
+which frees nothing. The new jobs of such a round are decided from the rows in memory and
+inserted with their decisions: it reads only the holding jobs and the number waiting.
 """
 
 from __future__ import annotations
@@ -217,18 +218,28 @@ def admission_round(
     requester: str | None = None,
     requesters: Sequence[str] = (),
     since: RoundMark | None = None,
+    new_jobs: Sequence[Job] = (),
 ) -> RoundResult:
     """Run Algorithm 6 over every queued and running job and apply the decisions.
 
     ``requester`` (or several ``requesters``, when concurrent submissions share one round): jobs
     whose decision is recorded even when it is "queue". ``since``: the mark of this process's
     last committed round; a submission round that may rely on it decides the new jobs alone
-    (module docstring)."""
-    wanted = set(requesters) | ({requester} if requester is not None else set())
+    (module docstring). ``new_jobs``: queued rows built for this round and not yet added to the
+    session (requesters too): an incremental round decides them from memory and inserts them
+    with their decision applied, where a full round stores them first and reads them back."""
+    if new_jobs and (requester is not None or requesters):
+        raise ValueError("new_jobs are the round's requesters: give them alone")
+    wanted = (
+        set(requesters)
+        | {job.id for job in new_jobs}
+        | ({requester} if requester is not None else set())
+    )
     policy = policy_of(cfg)
     if policy.estimator_source == "history":
         from app.jobs.promise_round import promise_round  # it builds on this module
 
+        _store(session, new_jobs)
         return promise_round(
             session,
             cfg,
@@ -243,6 +254,7 @@ def admission_round(
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))
     if result.capacity is None:
+        _store(session, new_jobs)
         for job_id in sorted(wanted):
             decided = _record_unknown_capacity(session, cfg, job_id, now_ms)
             result.requester_decisions[job_id] = decided
@@ -253,13 +265,15 @@ def admission_round(
     partial = None
     if policy.monotone and since is not None and since.key == key and wanted:
         partial = _incremental(
-            session, policy, sorted(wanted), since, result.capacity, now_ms, state
+            session, policy, sorted(wanted), since, result.capacity, now_ms, state, new_jobs
         )
+    unstored: dict[str, Job] = {}
     if partial is not None:
-        waiting, running, free, result.decisions = partial
+        waiting, running, free, result.decisions, waiting_count = partial
         result.incremental = True
-        waiting_count = jobs_repo.count_queued(session)
+        unstored = {job.id: job for job in new_jobs}
     else:
+        _store(session, new_jobs)
         waiting, running = jobs_repo.admission_inputs(session)
         free = max(result.capacity - policy.booked(running), 0)
         result.decisions = list(
@@ -280,18 +294,39 @@ def admission_round(
     }
     if result.incremental:
         numbers["evaluated"] = len(waiting)  # the new submissions only (module docstring)
-    result.applied = [d for d in result.decisions if _apply(session, d, now_ms)]
+    result.applied = [
+        d
+        for d in result.decisions
+        if (
+            _apply_unstored(unstored[d.job_id], d, now_ms)
+            if d.job_id in unstored
+            else _apply(session, d, now_ms)
+        )
+    ]
+    # Inserted with their decisions applied, by the flush that records the round.
+    _store(session, list(unstored.values()), flush=False)
     recorded = [d for d in result.applied if d.action != "queue" or d.job_id in wanted]
     if recorded:
         result.round_id = _record_round(session, cfg, numbers, recorded, now_ms, trigger)
-    for decision in recorded:
-        job_decision = _job_decision(decision, cfg, numbers, result.round_id, now_ms)
-        jobs_repo.add_decision(session, job_decision)
+    job_decisions = [
+        _job_decision(decision, cfg, numbers, result.round_id, now_ms) for decision in recorded
+    ]
+    jobs_repo.add_decisions(session, job_decisions)
+    for decision, job_decision in zip(recorded, job_decisions, strict=True):
         if decision.job_id in wanted:
             result.requester_decisions[decision.job_id] = job_decision
         if decision.job_id == requester:
             result.requester_decision = job_decision
     return result
+
+
+def _store(session: Session, new_jobs: Sequence[Job], *, flush: bool = True) -> None:
+    """Add the round's new rows to the session (``flush``: insert them now, in one statement,
+    for a round that reads them back)."""
+    if new_jobs:
+        session.add_all(new_jobs)
+        if flush:
+            session.flush()
 
 
 def _incremental(
@@ -302,17 +337,34 @@ def _incremental(
     capacity: int,
     now_ms: int,
     state: EstimatorState,
-) -> tuple[list[justice.Job], list[justice.RunningJob], int, list[justice.Decision]] | None:
-    """The new jobs decided alone, or ``None`` when the full round is needed (free CPUs grew
-    since the mark, or a running job is due to be killed)."""
-    waiting, running = jobs_repo.admission_inputs(session, queued_ids=new_ids)
+    new_jobs: Sequence[Job] = (),
+) -> tuple[list[justice.Job], list[justice.RunningJob], int, list[justice.Decision], int] | None:
+    """The new jobs decided alone with the count of queued jobs, or ``None`` when the full round
+    is needed (free CPUs grew since the mark, or a running job is due to be killed).
+
+    ``new_jobs`` (not yet inserted; their ids are ``new_ids``): taken from memory as
+    ``admission_inputs`` would read them back (queued, in submission order), so only the
+    holding jobs and the count are read."""
+    if new_jobs:
+        running, stored = jobs_repo.holding_inputs(session)
+        ordered = sorted(new_jobs, key=lambda job: (job.submitted_ms, job.id))
+        waiting = [
+            justice.Job(job.id, job.requested_tasks, job.deadline_s, job.submitted_ms / 1000)
+            for job in ordered
+        ]
+        queued = stored + len(waiting)
+    else:
+        waiting, running = jobs_repo.admission_inputs(session, queued_ids=new_ids)
+        queued = -1  # counted below, once the round is known to be incremental
     free = max(capacity - policy.booked(running), 0)
     if free > since.free_end:
         return None
     decisions = list(policy.admit(waiting, running, free, capacity, now_ms / 1000, state))
     if any(d.action == "kill" for d in decisions):
         return None
-    return waiting, running, free, decisions
+    if queued < 0:
+        queued = jobs_repo.count_queued(session)
+    return waiting, running, free, decisions, queued
 
 
 def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:
@@ -348,6 +400,24 @@ def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:
     )
 
 
+def _apply_unstored(job: Job, d: justice.Decision, now_ms: int) -> bool:
+    """``_apply`` on a queued row this transaction built and has not inserted yet: no one else
+    can have moved it, so the values ``_apply`` would write are set on it and inserted."""
+    if d.action == "queue":
+        return True
+    if d.action == "admit":
+        job.state = t.ADMITTED
+        job.granted_cpus = d.cpus
+        job.admitted_ms = now_ms
+    elif d.action == "drop":
+        job.state = t.DROPPED
+    else:
+        return False  # kill: a queued job holds nothing (``_apply`` finds it not holding)
+    job.reason = d.reason
+    job.updated_ms = now_ms
+    return True
+
+
 def _job_decision(
     d: justice.Decision,
     cfg: AdmissionConfig,
@@ -381,7 +451,8 @@ def _record_round(
 ) -> int:
     counts = {a: sum(d.action == a for d in recorded) for a in ("admit", "queue", "drop", "kill")}
     row = Decision(
-        cluster_id=jobs_repo.cluster_id(session, cfg.cluster_name),
+        # In the insert itself rather than read first: one round trip less per round.
+        cluster_id=jobs_repo.cluster_id_of(cfg.cluster_name),
         created_ms=now_ms,
         kind="admission",
         policy=cfg.params.variant,

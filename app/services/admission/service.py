@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import jobs_repo
-from app.db.jobs_models import Job
+from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES
@@ -125,7 +125,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
 
     def _create_one(self, new: NewJob, now_ms: int) -> Submitted:
         try:
-            return self._create(new, now_ms)
+            outcome = self._create_many([(new, now_ms)])[0]
         except IntegrityError:
             if new.idempotency_key is None:
                 raise
@@ -133,40 +133,34 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             if replay is None:
                 raise
             return replay
-
-    def _create(self, new: NewJob, now_ms: int) -> Submitted:
-        with transaction(self.sessions) as session:
-            if new.idempotency_key is not None:
-                existing = jobs_repo.job_by_key(session, new.idempotency_key)
-                if existing is not None:
-                    return _replayed(session, existing, new)
-            job = jobs_repo.add_job(session, job_row(new, now_ms))
-            cfg = self.current_cfg(session)
-            result = admission_round(
-                session, cfg, now_ms, "submission", requester=job.id, since=self._mark
-            )
-            session.refresh(job)
-            self.last_round = result
-            submitted = Submitted(job, result.requester_decision, True)
-        self._mark = result.mark
-        return submitted
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def _create_many(self, items: Sequence[tuple[NewJob, int]]) -> list[Submitted | BaseException]:
+        """Store the batch and decide it with one round, in a number of statements that does not
+        grow with the batch: one lookup of every idempotency key (with the stored jobs' first
+        decisions), the rows inserted together, and, when the round is incremental, the new
+        jobs decided from memory and nothing read back."""
         out: list[Submitted | BaseException | None] = [None] * len(items)
         result: RoundResult | None = None
         with transaction(self.sessions) as session:
+            keys = {new.idempotency_key for new, _ in items if new.idempotency_key is not None}
+            stored = jobs_repo.jobs_by_keys(session, keys)
             created: list[tuple[int, Job]] = []
+            # A key already used in this batch replays the job the batch creates for it.
             replays: list[tuple[int, Job, NewJob]] = []
             by_key: dict[str, Job] = {}
             for i, (new, now_ms) in enumerate(items):
                 key = new.idempotency_key
-                existing = None
-                if key is not None:
-                    existing = by_key.get(key) or jobs_repo.job_by_key(session, key)
-                if existing is not None:
-                    replays.append((i, existing, new))
+                if key is not None and key in stored:
+                    job, first = stored[key]
+                    out[i] = _replayed(job, first, new)
                     continue
-                job = jobs_repo.add_job(session, job_row(new, now_ms))
+                if key is not None and key in by_key:
+                    replays.append((i, by_key[key], new))
+                    continue
+                job = job_row(new, now_ms)
                 if key is not None:
                     by_key[key] = job
                 created.append((i, job))
@@ -177,18 +171,19 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     self.current_cfg(session),
                     round_ms,
                     "submission",
-                    requesters=[job.id for _, job in created],
                     since=self._mark,
+                    new_jobs=[job for _, job in created],
                 )
                 self.last_round = result
+                if not result.incremental:
+                    # The round changed them with compare-and-set updates: read them again.
+                    jobs_repo.reload_jobs(session, [job.id for _, job in created])
                 for i, job in created:
-                    session.refresh(job)
                     out[i] = Submitted(job, result.requester_decisions.get(job.id), True)
             for i, job, new in replays:
-                try:
-                    out[i] = _replayed(session, job, new)
-                except JobRejected as exc:
-                    out[i] = exc
+                # Its only decision is the one this round recorded: its first.
+                first = result.requester_decisions.get(job.id) if result is not None else None
+                out[i] = _replayed(job, first, new)
         if result is not None:
             self._mark = result.mark
         return [o for o in out if o is not None]
@@ -196,8 +191,14 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
     def _replay(self, new: NewJob) -> Submitted | None:
         assert new.idempotency_key is not None
         with transaction(self.sessions) as session:
-            existing = jobs_repo.job_by_key(session, new.idempotency_key)
-            return None if existing is None else _replayed(session, existing, new)
+            found = jobs_repo.jobs_by_keys(session, [new.idempotency_key])
+            if not found:
+                return None
+            job, first = found[new.idempotency_key]
+            replay = _replayed(job, first, new)
+            if isinstance(replay, JobRejected):
+                raise replay
+            return replay
 
     def cancel_job(self, job_id: str, now_ms: int) -> Job | None:
         """Mark a job cancelled (not yet on YARN) or cancelling (its app must be killed).
@@ -330,9 +331,11 @@ def job_row(new: NewJob, now_ms: int) -> Job:
     )
 
 
-def _replayed(session: Session, job: Job, new: NewJob) -> Submitted:
+def _replayed(job: Job, first: JobDecision | None, new: NewJob) -> Submitted | JobRejected:
+    """The answer to a request whose key ``job`` was stored with (``first``: its first
+    decision), or the conflict it raises."""
     if job.request_hash != new.request_hash:
-        raise JobRejected(
+        return JobRejected(
             409, "idempotency_key", f"was already used for job {job.id} with a different request"
         )
-    return Submitted(job, jobs_repo.first_decision(session, job.id), False)
+    return Submitted(job, first, False)
