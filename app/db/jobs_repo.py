@@ -534,9 +534,13 @@ def new_job_row(
     idempotency_key: str | None,
     request_hash: str,
     now_ms: int,
+    owner: str | None = None,
 ) -> Job:
-    """A queued job as ``POST /jobs`` stores it (not yet added to a session)."""
+    """A queued job as ``POST /jobs`` stores it (not yet added to a session); ``owner`` None
+    takes the current principal's user (the column default)."""
+    extra: dict[str, Any] = {} if owner is None else {"owner": owner}
     return Job(
+        **extra,
         id=new_job_id(),
         name=name,
         queue=queue,

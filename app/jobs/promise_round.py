@@ -24,7 +24,7 @@ admitted can start at once.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from sqlalchemy import func, select
@@ -37,7 +37,7 @@ from app.db.models import Application, ClusterSample, Decision, Queue, QueueSamp
 from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
-from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity
+from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity, submitter
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
 from app.policies.promise import core
@@ -137,11 +137,13 @@ def promise_round(
     trigger: str,
     wanted: Collection[str] = (),
     requester: str | None = None,
+    principals: Mapping[str, str | None] | None = None,
 ) -> RoundResult:
     """One Promise round over every queued and running job; decisions applied and recorded.
 
     ``wanted``: the submissions this round serves, whose decision is recorded even when it is
-    "queue" (``requester`` is the one whose decision is also returned alone)."""
+    "queue" (``requester`` is the one whose decision is also returned alone); ``principals``:
+    who submitted them (``rounds.admission_round``)."""
     jobs_repo.lock_estimator(session, now_ms)  # one lock order with the learning pass
     cap = capacity(session, cfg)
     result = RoundResult(capacity=cap)
@@ -200,6 +202,7 @@ def promise_round(
         jd = jobs_repo.add_decision(
             session,
             JobDecision(
+                **submitter(principals, d.job_id),
                 job_id=d.job_id,
                 round_id=result.round_id,
                 created_ms=now_ms,

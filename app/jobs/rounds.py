@@ -219,6 +219,7 @@ def admission_round(
     requesters: Sequence[str] = (),
     since: RoundMark | None = None,
     new_jobs: Sequence[Job] = (),
+    principals: Mapping[str, str | None] | None = None,
 ) -> RoundResult:
     """Run Algorithm 6 over every queued and running job and apply the decisions.
 
@@ -227,7 +228,9 @@ def admission_round(
     last committed round; a submission round that may rely on it decides the new jobs alone
     (module docstring). ``new_jobs``: queued rows built for this round and not yet added to the
     session (requesters too): an incremental round decides them from memory and inserts them
-    with their decision applied, where a full round stores them first and reads them back."""
+    with their decision applied, where a full round stores them first and reads them back.
+    ``principals``: who submitted each requester (the audit label its decision records; without
+    one, the principal of the calling thread)."""
     if new_jobs and (requester is not None or requesters):
         raise ValueError("new_jobs are the round's requesters: give them alone")
     wanted = (
@@ -249,6 +252,7 @@ def admission_round(
             trigger,
             wanted=wanted,
             requester=requester,
+            principals=principals,
         )
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
@@ -256,7 +260,7 @@ def admission_round(
     if result.capacity is None:
         _store(session, new_jobs)
         for job_id in sorted(wanted):
-            decided = _record_unknown_capacity(session, cfg, job_id, now_ms)
+            decided = _record_unknown_capacity(session, cfg, job_id, now_ms, principals)
             result.requester_decisions[job_id] = decided
             if job_id == requester:
                 result.requester_decision = decided
@@ -309,7 +313,8 @@ def admission_round(
     if recorded:
         result.round_id = _record_round(session, cfg, numbers, recorded, now_ms, trigger)
     job_decisions = [
-        _job_decision(decision, cfg, numbers, result.round_id, now_ms) for decision in recorded
+        _job_decision(decision, cfg, numbers, result.round_id, now_ms, principals)
+        for decision in recorded
     ]
     jobs_repo.add_decisions(session, job_decisions)
     for decision, job_decision in zip(recorded, job_decisions, strict=True):
@@ -418,14 +423,24 @@ def _apply_unstored(job: Job, d: justice.Decision, now_ms: int) -> bool:
     return True
 
 
+def submitter(principals: Mapping[str, str | None] | None, job_id: str) -> dict[str, Any]:
+    """The ``principal`` of a requester's decision, when the caller knows who submitted it;
+    otherwise nothing, and the column default (the calling thread's principal) applies."""
+    if principals is None or job_id not in principals:
+        return {}
+    return {"principal": principals[job_id]}
+
+
 def _job_decision(
     d: justice.Decision,
     cfg: AdmissionConfig,
     numbers: Mapping[str, Any],
     round_id: int | None,
     now_ms: int,
+    principals: Mapping[str, str | None] | None = None,
 ) -> JobDecision:
     return JobDecision(
+        **submitter(principals, d.job_id),
         job_id=d.job_id,
         round_id=round_id,
         created_ms=now_ms,
@@ -478,7 +493,11 @@ def _params_dict(params: JusticeParams) -> dict[str, Any]:
 
 
 def _record_unknown_capacity(
-    session: Session, cfg: AdmissionConfig, job_id: str, now_ms: int
+    session: Session,
+    cfg: AdmissionConfig,
+    job_id: str,
+    now_ms: int,
+    principals: Mapping[str, str | None] | None = None,
 ) -> JobDecision:
     reason = (
         "queued: deadline capacity unknown (no NodeManager polled yet and "
@@ -487,6 +506,7 @@ def _record_unknown_capacity(
     return jobs_repo.add_decision(
         session,
         JobDecision(
+            **submitter(principals, job_id),
             job_id=job_id,
             created_ms=now_ms,
             action="queue",

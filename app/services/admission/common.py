@@ -63,6 +63,11 @@ class NewJob:
     tags: Sequence[str]
     idempotency_key: str | None
     request_hash: str
+    # Who submits it: the owner (user) and the audit label of its first decision. Captured in
+    # the submitter's own thread (``create_job``): the batch that stores it runs in whichever
+    # submitter's thread holds the admission lock, whose principal is someone else's.
+    owner: str | None = None
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.auth.principal import current_label, current_user
 from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
@@ -104,6 +106,8 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             raise JobRejected(
                 409, "mode", "the sidecar is in observe mode and submits nothing to YARN"
             )
+        if new.owner is None:
+            new = replace(new, owner=current_user(), principal=current_label())
         try:
             return self._batcher.submit(new, now_ms, arrived=arrived)
         except Overloaded as exc:
@@ -173,6 +177,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     "submission",
                     since=self._mark,
                     new_jobs=[job for _, job in created],
+                    principals={job.id: items[i][0].principal for i, job in created},
                 )
                 self.last_round = result
                 if not result.incremental:
@@ -328,6 +333,7 @@ def job_row(new: NewJob, now_ms: int) -> Job:
         idempotency_key=new.idempotency_key,
         request_hash=new.request_hash,
         now_ms=now_ms,
+        owner=new.owner,
     )
 
 

@@ -234,3 +234,53 @@ def test_an_incremental_round_from_memory_records_what_reading_back_records(
         assert outcomes[0] == outcomes[1]
         incremental += outcomes[0][0]
     assert incremental >= 6  # the comparison covered incremental rounds, not only full ones
+
+
+@pytest.mark.parametrize("policy", ["justice", "pythia"])
+def test_each_submitter_owns_its_job_and_signs_its_decision_in_a_shared_batch(
+    db: Db, policy: str
+) -> None:
+    import threading
+    import time
+
+    from app.auth.principal import Principal, Role, acting_as
+
+    env = Env(db, FakeRM(), Clock(), capacity=64, policy=policy)
+    service = env.service()
+    people = [
+        Principal(user="olga", role=Role.SUBMITTER, token="ops"),
+        Principal(user="bob", role=Role.SUBMITTER, token=None),
+    ]
+    for rnd in range(2):  # a full round first, then an incremental one
+        now = env.clock.advance(1)
+        results: dict[str, Submitted] = {}
+
+        def submit(who: Principal, key: str, now: int, results: dict[str, Submitted]) -> None:
+            with acting_as(who):
+                results[who.user] = service.create_job(new_job(2, 600, now, key=key), now)
+
+        threads = [
+            threading.Thread(target=submit, args=(p, f"{p.user}{rnd}", now, results))
+            for p in people
+        ]
+        # Both wait behind the admission lock, so whichever takes it stores both in one batch.
+        with service._batcher.lock:
+            for th in threads:
+                th.start()
+            deadline = time.monotonic() + 10
+            while len(service._batcher._pending) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(service._batcher._pending) == 2
+            batches = service._batcher.batches
+        for th in threads:
+            th.join(10)
+        assert service._batcher.batches == batches + 1  # one batch served both
+        with db.sessions() as s:
+            for p in people:
+                got = results[p.user]
+                job = s.get_one(Job, got.job.id)
+                first = s.scalars(
+                    select(JobDecision).where(JobDecision.job_id == job.id).order_by(JobDecision.id)
+                ).first()
+                assert job.owner == p.user
+                assert first is not None and first.principal == p.label
