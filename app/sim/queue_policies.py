@@ -114,7 +114,7 @@ class ControllerPolicy:
         self.container_mb = container_mb
         self.ledger = LedgerState()
         self.state: Mapping[str, Any] = {}
-        self._floors: dict[int, control_floors.Floors] = {}  # by cluster vcores
+        self._floors: dict[tuple[float, float], control_floors.Floors] = {}  # by cluster size
         self._last_t: float | None = None
         # What the simulated CapacityScheduler holds: equal capacities summing to exactly 100 until
         # the first plan is applied, as the live queues hold before the controller's first push.
@@ -143,7 +143,7 @@ class ControllerPolicy:
         if outcome.state is not None:
             self.state = outcome.state
         cluster = {"vcores": total.vcores, "memory": total.memory_mb}
-        floors = self._floors_for(capacity, total)
+        floors = self._floors_for(total)
         step = plan_outcome(
             outcome,
             self.live,
@@ -163,13 +163,14 @@ class ControllerPolicy:
             fair = {q: s for q, s in shares.items() if _busy(observed.get(q))}
         return QueueDecision(shares, maxes, fair)
 
-    def _floors_for(self, capacity: int, total: ClusterTotals) -> control_floors.Floors:
+    def _floors_for(self, total: ClusterTotals) -> control_floors.Floors:
         """The controller's minimum shares, with the simulated container as the scheduler's
         minimum allocation: a what-if starves no queue the live controller would not. They
         depend on the cluster's size only, so they are computed once per size, not per tick."""
-        floors = self._floors.get(capacity)
+        size = (total.vcores, total.memory_mb)
+        floors = self._floors.get(size)
         if floors is None:
-            floors = self._floors[capacity] = control_floors.compute(
+            floors = self._floors[size] = control_floors.compute(
                 self.queues,
                 self.cfg.floors,
                 control_floors.Amount(1, self.container_mb),

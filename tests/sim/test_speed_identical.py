@@ -238,9 +238,7 @@ def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
     assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
 
 
-def _reference_floors_for(
-    self: ControllerPolicy, capacity: int, total: ClusterTotals
-) -> control_floors.Floors:
+def _reference_floors_for(self: ControllerPolicy, total: ClusterTotals) -> control_floors.Floors:
     # The replaced code: the floors computed afresh at every tick.
     return control_floors.compute(
         self.queues,

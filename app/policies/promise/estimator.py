@@ -42,7 +42,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.policies.base import PolicyError
 from app.policies.promise.signature import GLOBAL, Keys
@@ -87,6 +87,15 @@ class Estimate:
     def task_seconds(self, tasks: int) -> float:
         """Upper bound on one task's duration (work spread evenly over the tasks)."""
         return self.upper / tasks
+
+
+class _Prediction(NamedTuple):
+    """One predictor's estimate, the samples it comes from and their scale (work = scale x
+    sample): ``Estimator.works`` is the whole distribution the bound is a quantile of."""
+
+    est: Estimate
+    data: Sequence[float]
+    scale: float
 
 
 @dataclass(slots=True)
@@ -190,29 +199,29 @@ class Estimator:
 
     def _predict(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
-    ) -> tuple[Estimate | None, Estimate | None]:
-        q = self.params.quantile
+    ) -> tuple[_Prediction | None, _Prediction | None]:
+        """Each predictor's estimate with the samples it took it from (task seconds, ratios)."""
         absolute = relative = None
         picked = self._pick(keys, ratio=False)
         if picked is not None:
             key, data = picked
-            absolute = Estimate(
-                tasks * quantile(data, q), tasks * quantile(data, 0.5), f"task_s@{key}", len(data)
-            )
+            absolute = self._scaled(data, float(tasks), f"task_s@{key}")
         if deadline_s is not None:
             picked = self._pick(keys, ratio=True)
             scale = deadline_s * max_cpus
             if picked is not None:
                 key, data = picked
-                relative = Estimate(
-                    scale * quantile(data, q),
-                    scale * quantile(data, 0.5),
-                    f"ratio@{key}",
-                    len(data),
-                )
+                relative = self._scaled(data, scale, f"ratio@{key}")
             elif absolute is None:
-                relative = Estimate(scale, scale, "bootstrap", 0)
+                relative = _Prediction(Estimate(scale, scale, "bootstrap", 0), (1.0,), scale)
         return absolute, relative
+
+    def _scaled(self, data: Sequence[float], scale: float, source: str) -> _Prediction:
+        """The bound (``quantile``) and central value of ``scale`` x the samples."""
+        upper = scale * quantile(data, self.params.quantile)
+        return _Prediction(
+            Estimate(upper, scale * quantile(data, 0.5), source, len(data)), data, scale
+        )
 
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
@@ -243,55 +252,51 @@ class Estimator:
         and until then the ratio (Justice's predictor, and the thesis' assumption that a deadline
         is achievable with full parallelism on an empty cluster).
         """
-        return self._bounding(keys, tasks, deadline_s, max_cpus)[0]
+        return self._bounding(keys, tasks, deadline_s, max_cpus).est
 
     def works(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
     ) -> list[float]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
         its quantiles from) predicts it, ascending: the estimate's whole distribution."""
-        _, data, scale = self._bounding(keys, tasks, deadline_s, max_cpus)
-        return sorted(v * scale for v in data)
+        best = self._bounding(keys, tasks, deadline_s, max_cpus)
+        return sorted(v * best.scale for v in best.data)
 
     def _bounding(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
-    ) -> tuple[Estimate, Sequence[float], float]:
-        """The estimate with the samples it comes from and their scale (work = scale * sample)."""
-        absolute, relative = self._predict(keys, tasks, deadline_s, max_cpus)
-        use_absolute = relative is None
-        if absolute is not None and relative is not None:
-            s = self._series.get(keys.signature)
-            need = self.params.min_samples
-            if s is not None and s.scored[0] >= need and s.scored[1] >= need:
-                ea, er = s.mean_error(0), s.mean_error(1)
-                assert ea is not None and er is not None
-                use_absolute = ea < er
-        if use_absolute:
-            picked = self._pick(keys, ratio=False)
-            if absolute is None or picked is None:
+    ) -> _Prediction:
+        """The prediction that bounds a job (``_estimate_work``)."""
+        return self._choose(keys, *self._predict(keys, tasks, deadline_s, max_cpus))
+
+    def _choose(
+        self, keys: Keys, absolute: _Prediction | None, relative: _Prediction | None
+    ) -> _Prediction:
+        if absolute is None or relative is None:
+            best = absolute or relative
+            if best is None:
                 raise PolicyError(
                     "deadline_s", "no history and no deadline: nothing to estimate from"
                 )
-            return absolute, picked[1], float(tasks)
-        assert relative is not None
-        picked = self._pick(keys, ratio=True)
-        scale = (deadline_s or 0.0) * max_cpus
-        return relative, (picked[1] if picked is not None else (1.0,)), scale
+            return best
+        s = self._series.get(keys.signature)
+        need = self.params.min_samples
+        if s is not None and s.scored[0] >= need and s.scored[1] >= need:
+            ea, er = s.mean_error(0), s.mean_error(1)
+            assert ea is not None and er is not None
+            return absolute if ea < er else relative
+        return relative
 
     def learn(self, outcome: Outcome) -> Estimator:
         """Add one completed run to every key of its chain; returns ``self``."""
         s = self._get(outcome.keys.signature)
         point = None
-        if self._pick(outcome.keys, ratio=False) is not None or outcome.deadline_s is not None:
-            point = self._estimate_work(
-                outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus
-            ).point
-            for which, pred in enumerate(
-                self._predict(outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus)
-            ):
-                if pred is not None and pred.samples > 0 and pred.point > 0:
+        preds = self._predict(outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus)
+        if preds[0] is not None or outcome.deadline_s is not None:
+            point = self._choose(outcome.keys, *preds).est.point
+            for which, pred in enumerate(preds):
+                if pred is not None and pred.est.samples > 0 and pred.est.point > 0:
                     s.scored[which] += 1
-                    s.scored_err[which] += abs(math.log(outcome.work / pred.point))
+                    s.scored_err[which] += abs(math.log(outcome.work / pred.est.point))
         if point is not None and point > 0:
             err = abs(math.log(outcome.work / point))
             s.errors += 1
