@@ -33,7 +33,9 @@ against the running jobs, exactly as a round over every waiting job would decide
 is due, or anything in the mark changed, it runs the full round. What it leaves to the next full
 round (every service tick) is dropping older waiting jobs whose deadline has become unreachable,
 which frees nothing. The new jobs of such a round are decided from the rows in memory and
-inserted with their decisions: it reads only the holding jobs and the number waiting.
+inserted with their decisions: it reads only the holding jobs and the number waiting. A
+service tick that finds the mark intact ranks the waiting jobs before taking the admission lock
+(``app.jobs.tick_round``).
 """
 
 from __future__ import annotations
@@ -265,7 +267,7 @@ def admission_round(
             if job_id == requester:
                 result.requester_decision = decided
         return result
-    key = (policy.name, repr(sorted(policy.params.items())), result.capacity, row.version)
+    key = mark_key(policy, result.capacity, row.version)
     partial = None
     if policy.monotone and since is not None and since.key == key and wanted:
         partial = _incremental(
@@ -309,6 +311,35 @@ def admission_round(
     ]
     # Inserted with their decisions applied, by the flush that records the round.
     _store(session, list(unstored.values()), flush=False)
+    record_applied(session, cfg, result, numbers, now_ms, trigger, wanted, requester, principals)
+    return result
+
+
+def mark_key(policy: AdmissionPolicy, capacity: int, version: int) -> tuple[str, str, int, int]:
+    """What a round's decisions depended on besides the jobs (``RoundMark.key``)."""
+    return (policy.name, repr(sorted(policy.params.items())), capacity, version)
+
+
+def apply_decisions(
+    session: Session, decisions: Sequence[justice.Decision], now_ms: int
+) -> list[justice.Decision]:
+    """The decisions that took effect, each applied with a compare-and-set."""
+    return [d for d in decisions if _apply(session, d, now_ms)]
+
+
+def record_applied(
+    session: Session,
+    cfg: AdmissionConfig,
+    result: RoundResult,
+    numbers: Mapping[str, Any],
+    now_ms: int,
+    trigger: str,
+    wanted: set[str] | frozenset[str] = frozenset(),
+    requester: str | None = None,
+    principals: Mapping[str, str | None] | None = None,
+) -> None:
+    """Record the round (when it changed something or answered a requester) and a job decision
+    for each applied decision that is not a mere "still queued"."""
     recorded = [d for d in result.applied if d.action != "queue" or d.job_id in wanted]
     if recorded:
         result.round_id = _record_round(session, cfg, numbers, recorded, now_ms, trigger)
@@ -322,7 +353,6 @@ def admission_round(
             result.requester_decisions[decision.job_id] = job_decision
         if decision.job_id == requester:
             result.requester_decision = job_decision
-    return result
 
 
 def _store(session: Session, new_jobs: Sequence[Job], *, flush: bool = True) -> None:

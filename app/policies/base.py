@@ -187,7 +187,9 @@ class AdmissionPolicy(Protocol):
     ``monotone``: a waiting job that did not fit cannot fit later while the estimator and the
     capacity stay the same and the free vcores do not grow (its request only grows as its
     deadline nears), so a round on new submissions alone decides them exactly as a round over
-    every waiting job would (``app.jobs.rounds``)."""
+    every waiting job would (``app.jobs.rounds``); and whether a waiting job is dropped depends
+    on that job, the estimator, the capacity and the time alone, so a tick may rank the waiting
+    jobs before taking the admission lock (``app.jobs.tick_round``)."""
 
     name: str
     params: Mapping[str, Any]

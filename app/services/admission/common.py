@@ -110,7 +110,8 @@ class ServiceState:
     # ``PUT /admission`` (stored in the database, read by every round) may have changed.
     default_cfg: AdmissionConfig
     cfg: AdmissionConfig
-    _cfg_key: tuple[str, str, int] | None
+    # The stored choice's key (policy, parameters, when set) with the configuration built from it.
+    _cfg_known: tuple[tuple[str, str, int], AdmissionConfig] | None
     # Serialises admission and learning in this process (SQLite has no row locks; on
     # PostgreSQL the estimator row lock does the same across processes).
     _db_lock: threading.Lock

@@ -24,21 +24,35 @@ class PolicyChoice(ServiceState):
     def current_cfg(self, session: Session) -> AdmissionConfig:
         """The configuration this round runs: the stored ``PUT /admission`` choice, else the
         settings'. A stored choice that no longer validates (a parameter renamed by an upgrade)
-        is logged and the settings' policy runs."""
+        is logged and the settings' policy runs. Remembered for the next call (callers that
+        hold the admission lock; others use ``peek_cfg``)."""
+        cfg, key = self._configured(session)
+        # One reference, so a reader outside the lock sees a key with its own configuration.
+        self._cfg_known = None if key is None else (key, cfg)
+        self.cfg = cfg
+        return cfg
+
+    def peek_cfg(self, session: Session) -> AdmissionConfig:
+        """``current_cfg`` without remembering it: for a reader outside the admission lock,
+        which must not interleave its two assignments with a lock holder's."""
+        return self._configured(session)[0]
+
+    def _configured(
+        self, session: Session
+    ) -> tuple[AdmissionConfig, tuple[str, str, int] | None]:
         row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
         if row is None:
-            self.cfg, self._cfg_key = self.default_cfg, None
-            return self.cfg
+            return self.default_cfg, None
         key = (row.policy, json.dumps(row.params, sort_keys=True), row.updated_ms)
-        if key != self._cfg_key:
-            try:
-                policy = registry.admission_policy(row.policy, row.params)
-            except PolicyError as exc:
-                self.log.error("stored admission policy %r is invalid (%s)", row.policy, exc)
-                self.cfg, self._cfg_key = self.default_cfg, None
-                return self.cfg
-            self.cfg, self._cfg_key = with_policy(self.default_cfg, policy), key
-        return self.cfg
+        known = self._cfg_known
+        if known is not None and known[0] == key:
+            return known[1], key
+        try:
+            policy = registry.admission_policy(row.policy, row.params)
+        except PolicyError as exc:
+            self.log.error("stored admission policy %r is invalid (%s)", row.policy, exc)
+            return self.default_cfg, None
+        return with_policy(self.default_cfg, policy), key
 
     def policy_source(self, session: Session) -> str:
         """``operator`` when ``PUT /admission`` chose the policy, else ``settings``."""
@@ -77,5 +91,5 @@ class PolicyChoice(ServiceState):
                     reason=f"operator set the admission policy to {policy.name}",
                 ),
             )
-            self._cfg_key = None
+            self._cfg_known = None
             return self.current_cfg(session)

@@ -17,6 +17,7 @@ from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES
+from app.jobs import tick_round
 from app.jobs.rounds import (
     AdmissionConfig,
     LearnResult,
@@ -63,7 +64,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         # ``PUT /admission`` (stored in the database, read by every round) may have changed.
         self.default_cfg = cfg
         self.cfg = cfg
-        self._cfg_key: tuple[str, str, int] | None = None
+        self._cfg_known: tuple[tuple[str, str, int], AdmissionConfig] | None = None
         self.options = options
         # Serialises admission and learning in this process (SQLite has no row locks; on
         # PostgreSQL the estimator row lock does the same across processes).
@@ -272,10 +273,29 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             return learn_pass(session, self.current_cfg(session), now_ms)
 
     def _round(self, now_ms: int, trigger: str) -> RoundResult:
+        if trigger == "tick":
+            quiet = self._tick_round(now_ms)
+            if quiet is not None:
+                return quiet
         with self._db_lock:
             with transaction(self.sessions) as session:
                 result = admission_round(session, self.current_cfg(session), now_ms, trigger)
             self._mark = result.mark
+            return result
+
+    def _tick_round(self, now_ms: int) -> RoundResult | None:
+        """A tick that ranks the waiting jobs before taking the admission lock
+        (``app.jobs.tick_round``); ``None`` when the full round must run."""
+        with self.sessions() as session:
+            taken = tick_round.snapshot(session, self.peek_cfg(session), now_ms, self._mark)
+        if taken is None:
+            return None
+        with self._db_lock:
+            with transaction(self.sessions) as session:
+                cfg = self.current_cfg(session)
+                result = tick_round.apply(session, cfg, now_ms, "tick", taken, self._mark)
+            if result is not None:
+                self._mark = result.mark
             return result
 
     async def act(self) -> None:
