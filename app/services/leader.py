@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, pool, text
@@ -78,13 +79,18 @@ class Leadership(LoopService):
         self.is_leader = False
         self.epoch: int | None = None
         self.changes = 0
+        # Called on the event loop each time this process takes the lead (``Runtime``).
+        self.on_lead: Callable[[], None] | None = None
 
     def leads(self) -> bool:
         """Whether this process runs the control loops now."""
         return self.is_leader
 
     async def run_once(self, now_ms: int) -> None:
+        led = self.is_leader
         await asyncio.to_thread(self.check, now_ms)
+        if self.is_leader and not led and self.on_lead is not None:
+            self.on_lead()
 
     def check(self, now_ms: int) -> bool:
         """Keep or take the lead; returns whether this process leads."""
