@@ -209,13 +209,23 @@ _ADMISSION_COLUMNS = (
 
 
 def admission_inputs(
-    session: Session, queued_ids: Sequence[str] | None = None
+    session: Session,
+    queued_ids: Sequence[str] | None = None,
+    droppable: tuple[float, int] | None = None,
 ) -> tuple[list[justice.Job], list[justice.RunningJob]]:
     """Queued jobs and CPU-holding jobs (admitted, submitting, submitted) in one query; with
-    ``queued_ids``, of the queued jobs only those (an incremental round's new submissions)."""
+    ``queued_ids``, of the queued jobs only those (an incremental round's new submissions);
+    with ``droppable = (h, now_ms)``, only those with less than ``h`` of their deadline window
+    left at ``now_ms`` (``AdmissionPolicy.drop_horizon``), give or take a second."""
     queued = Job.state == QUEUED
     if queued_ids is not None:
         queued = queued & Job.id.in_(list(queued_ids))
+    if droppable is not None:
+        h, now_ms = droppable
+        # time left < h * window  <=>  submitted + (1 - h) * window < now; a second's margin
+        # keeps every job whose float comparison in the policy could go either way
+        point = Job.submitted_ms + (1.0 - h) * 1000.0 * Job.deadline_s
+        queued = queued & (point < now_ms + 1000)
     stmt = (
         select(*_ADMISSION_COLUMNS)
         .where(or_(queued, Job.state.in_(list(HOLDING_STATES))))

@@ -189,7 +189,11 @@ class AdmissionPolicy(Protocol):
     deadline nears), so a round on new submissions alone decides them exactly as a round over
     every waiting job would (``app.jobs.rounds``); and whether a waiting job is dropped depends
     on that job, the estimator, the capacity and the time alone, so a tick may rank the waiting
-    jobs before taking the admission lock (``app.jobs.tick_round``)."""
+    jobs before taking the admission lock (``app.jobs.tick_round``).
+
+    ``drop_horizon``: for a monotone policy, a share ``h >= 0`` of a job's deadline window such
+    that a waiting job is never dropped while more than ``h`` of its window is left, so a tick
+    needs to rank only the waiting jobs past that point; ``None`` when there is no such bound."""
 
     name: str
     params: Mapping[str, Any]
@@ -209,6 +213,8 @@ class AdmissionPolicy(Protocol):
     ) -> Sequence[Any]: ...
 
     def learn(self, estimator: Any, outcome: Any, capacity: int) -> Any: ...
+
+    def drop_horizon(self, estimator: Any) -> float | None: ...
 
 
 # Validated parameters -> the policy; set on a ``PolicySpec`` as its ``admission`` hook.

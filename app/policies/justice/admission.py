@@ -49,6 +49,15 @@ class JusticeAdmission:
         state: core.EstimatorState = estimator
         return core.track_job(state, outcome, capacity, self.justice)
 
+    def drop_horizon(self, estimator: Any) -> float:
+        """Algorithm 6 drops a waiting job when its request ``ceil(f * deadline / TTD *
+        limit)`` exceeds ``limit``, that is once ``TTD < f * deadline`` (``f``: the allocation
+        fraction), or when TTD is gone: so ``f``, or 0 while bootstrapping (no fraction, the
+        request is ``limit`` itself)."""
+        state: core.EstimatorState = estimator
+        fraction = core.allocation_fraction(state, self.justice)
+        return 0.0 if fraction is None else max(fraction, 0.0)
+
 
 def factory(variant: str) -> AdmissionPolicyFactory:
     """The ``PolicySpec.admission`` hook of ``variant``."""

@@ -52,6 +52,10 @@ class PromiseAdmission:
         est: Estimator = estimator
         return est.learn(outcome)
 
+    def drop_horizon(self, estimator: Any) -> None:
+        """None: not monotone, every round ranks every waiting job."""
+        return None
+
 
 def make(values: Mapping[str, Any]) -> AdmissionPolicy:
     """The ``PolicySpec.admission`` hook: validated parameters -> the policy."""

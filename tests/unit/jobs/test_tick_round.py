@@ -72,7 +72,7 @@ def _state_of(session: Session) -> tuple[list[tuple[Any, ...]], list[tuple[Any, 
 def test_a_tick_ranked_outside_the_lock_changes_what_the_full_round_changes(
     db: Db, policy: str
 ) -> None:
-    quiet = drops = 0
+    quiet = drops = unread = 0
     for seed in range(4):
         with transaction(db.sessions) as s:
             s.query(JobDecision).delete()
@@ -87,6 +87,8 @@ def test_a_tick_ranked_outside_the_lock_changes_what_the_full_round_changes(
                         result = admission_round(s, cfg, now, "tick")
                     else:
                         taken = tick_round.snapshot(s, cfg, now, mark)
+                        if taken is not None:
+                            unread += jobs_repo.count_queued(s) - taken.evaluated
                         got = None if taken is None else tick_round.apply(
                             s, cfg, now, "tick", taken, mark
                         )  # fmt: skip
@@ -106,8 +108,9 @@ def test_a_tick_ranked_outside_the_lock_changes_what_the_full_round_changes(
                 next_mark = admission_round(s, cfg, now, "tick").mark
             assert next_mark is not None
             mark = next_mark
-    # The comparison covered quiet ticks that dropped jobs, not only full rounds.
-    assert quiet >= 10 and drops >= 5
+    # The comparison covered quiet ticks that dropped jobs, not only full rounds, and ticks that
+    # left waiting jobs before their drop horizon unread.
+    assert quiet >= 10 and drops >= 5 and unread > 0
 
 
 def _job_state(session: Session, job_id: str) -> str | None:
@@ -192,17 +195,20 @@ def test_the_service_reads_the_waiting_jobs_of_a_quiet_tick_without_the_lock(
     for tasks, deadline in ((4, 600), (8, 600), (8, 30)):
         service.create_job(new_job(tasks, deadline, T0), T0)
     read = jobs_repo.admission_inputs
-    held: list[bool] = []
+    reads: list[tuple[bool, int]] = []  # (lock held, waiting jobs read)
 
-    def watched(session: Session, queued_ids: Any = None) -> Any:
-        held.append(service._db_lock.locked())
-        return read(session, queued_ids)
+    def watched(session: Session, *args: Any, **kwargs: Any) -> Any:
+        waiting, running = read(session, *args, **kwargs)
+        reads.append((service._db_lock.locked(), len(waiting)))
+        return waiting, running
 
     monkeypatch.setattr(jobs_repo, "admission_inputs", watched)
     result = service._round(env.clock.advance(31), "tick")
-    assert held == [False]  # one read of every waiting job, outside the lock
+    # one read outside the lock, of the one job past its drop horizon (while bootstrapping
+    # Algorithm 6 drops only at the deadline): the 30 s job, not the two 600 s ones
+    assert reads == [(False, 1)]
     assert result.incremental and [d.action for d in result.applied] == ["drop"]
-    # A round on completions frees CPUs: it is the full round, under the lock.
-    held.clear()
+    # A round on completions frees CPUs: it is the full round, under the lock, over every job.
+    reads.clear()
     service._round(env.clock.advance(1), "completion")
-    assert held == [True]
+    assert reads == [(True, 1)]

@@ -11,6 +11,7 @@ import random
 import pytest
 
 from app.policies.justice import core
+from app.policies.justice.admission import JusticeAdmission
 
 CAP = 16
 
@@ -76,3 +77,27 @@ def test_new_jobs_alone_are_decided_as_among_every_waiting_job(variant: str) -> 
         ), seed
         contested += bool(queued) and any(d.action == "admit" for d in alone)
     assert contested >= 40  # the property was put to the test, not only on empty queues
+
+
+@pytest.mark.parametrize("variant", ["justice", "pythia"])
+def test_no_waiting_job_is_dropped_before_its_drop_horizon(variant: str) -> None:
+    # What a tick's read of only the jobs past ``drop_horizon`` relies on (``app.jobs.
+    # tick_round``): a job with at least ``h`` of its deadline window left is never dropped,
+    # and some jobs just past it are.
+    policy = JusticeAdmission(core.make_params(variant))
+    near = dropped = 0
+    for seed in range(300):
+        rnd = random.Random(seed)
+        state = _state(rnd, variant)
+        h = policy.drop_horizon(state)
+        t = 1000.0
+        jobs = _jobs(rnd, "w", 30, t)
+        drops = {d.job_id for d in policy.admit(jobs, [], CAP, CAP, t, state) if d.action == "drop"}
+        for j in jobs:
+            left = j.deadline_s - (t - j.submitted_s)
+            if left >= h * j.deadline_s:
+                assert j.id not in drops, (seed, j, h)
+            elif left > h * j.deadline_s - 1.0:
+                near += 1
+                dropped += j.id in drops
+    assert dropped > 0 and near > 0
