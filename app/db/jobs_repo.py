@@ -12,9 +12,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import CursorResult, Row, Select, and_, func, or_, select, update
+from sqlalchemy import CursorResult, Row, Select, and_, case, false, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import ScalarSelect
 
 from app.db.jobs_models import (
@@ -37,6 +38,7 @@ from app.domain.tags import (
     KILLED,
     QUEUED,
 )
+from app.policies.base import WaitingFilter
 from app.policies.justice import core as justice
 
 ESTIMATOR_ID = 1
@@ -209,23 +211,13 @@ _ADMISSION_COLUMNS = (
 
 
 def admission_inputs(
-    session: Session,
-    queued_ids: Sequence[str] | None = None,
-    droppable: tuple[float, int] | None = None,
+    session: Session, queued_ids: Sequence[str] | None = None
 ) -> tuple[list[justice.Job], list[justice.RunningJob]]:
     """Queued jobs and CPU-holding jobs (admitted, submitting, submitted) in one query; with
-    ``queued_ids``, of the queued jobs only those (an incremental round's new submissions);
-    with ``droppable = (h, now_ms)``, only those with less than ``h`` of their deadline window
-    left at ``now_ms`` (``AdmissionPolicy.drop_horizon``), give or take a second."""
+    ``queued_ids``, of the queued jobs only those (an incremental round's new submissions)."""
     queued = Job.state == QUEUED
     if queued_ids is not None:
         queued = queued & Job.id.in_(list(queued_ids))
-    if droppable is not None:
-        h, now_ms = droppable
-        # time left < h * window  <=>  submitted + (1 - h) * window < now; a second's margin
-        # keeps every job whose float comparison in the policy could go either way
-        point = Job.submitted_ms + (1.0 - h) * 1000.0 * Job.deadline_s
-        queued = queued & (point < now_ms + 1000)
     stmt = (
         select(*_ADMISSION_COLUMNS)
         .where(or_(queued, Job.state.in_(list(HOLDING_STATES))))
@@ -241,6 +233,39 @@ def admission_inputs(
                 justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
             )
     return waiting, running
+
+
+def waiting_inputs(
+    session: Session,
+    now_ms: int,
+    capacity: int,
+    only: WaitingFilter,
+    include: Collection[str] = (),
+) -> list[justice.Job]:
+    """The queued jobs a round can change (``only``, ``WaitingFilter``) and those in
+    ``include``, in submission order as ``admission_inputs`` gives them. The tests are looser
+    than the policy's own arithmetic (a second of time, half a CPU of request), so every job the
+    policy could drop or admit is among them; the policy decides on exactly those."""
+    # time left < horizon * window  <=>  submitted + (1 - horizon) * window < now
+    near = Job.submitted_ms + (1.0 - only.horizon) * 1000.0 * Job.deadline_s < now_ms + 1000
+    limit = case((Job.requested_tasks < capacity, Job.requested_tasks), else_=capacity)
+    if only.free < 1:
+        fits: ColumnElement[bool] = false()
+    elif only.fraction is None:
+        fits = limit <= only.free
+    else:
+        left_ms = Job.deadline_s * 1000.0 + Job.submitted_ms - now_ms
+        fits = only.fraction * 1000.0 * Job.deadline_s * limit <= (only.free + 0.5) * left_ms
+    chosen = or_(near, fits, Job.id.in_(list(include))) if include else or_(near, fits)
+    stmt = (
+        select(Job.id, Job.requested_tasks, Job.deadline_s, Job.submitted_ms)
+        .where(Job.state == QUEUED, chosen)
+        .order_by(Job.submitted_ms, Job.id)
+    )
+    return [
+        justice.Job(job_id, tasks, deadline_s, submitted_ms / 1000)
+        for job_id, tasks, deadline_s, submitted_ms in _plain_rows(session, stmt)
+    ]
 
 
 def holding_inputs(session: Session) -> tuple[list[justice.RunningJob], int]:

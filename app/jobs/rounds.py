@@ -35,12 +35,13 @@ round (every service tick) is dropping older waiting jobs whose deadline has bec
 which frees nothing. The new jobs of such a round are decided from the rows in memory and
 inserted with their decisions: it reads only the holding jobs and the number waiting. A
 service tick that finds the mark intact ranks the waiting jobs before taking the admission lock
-(``app.jobs.tick_round``).
+(``app.jobs.tick_round``). And a full round reads only the waiting jobs it can change
+(``selected_waiting``): those the policy could drop now or whose request fits in the CPUs free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -274,18 +275,28 @@ def admission_round(
             session, policy, sorted(wanted), since, result.capacity, now_ms, state, new_jobs
         )
     unstored: dict[str, Job] = {}
+    numbers_evaluated: int | None = None
     if partial is not None:
         waiting, running, free, result.decisions, waiting_count = partial
         result.incremental = True
         unstored = {job.id: job for job in new_jobs}
     else:
         _store(session, new_jobs)
-        waiting, running = jobs_repo.admission_inputs(session)
+        running, waiting_count = jobs_repo.holding_inputs(session)
         free = max(result.capacity - policy.booked(running), 0)
-        result.decisions = list(
-            policy.admit(waiting, running, free, result.capacity, now_ms / 1000, state)
+        now_s = now_ms / 1000
+        # Kills free CPUs before any admission (Algorithm 6), and they depend on the holding
+        # jobs alone.
+        kills = policy.admit([], running, free, result.capacity, now_s, state)
+        freed = sum(d.cpus for d in kills if d.action == "kill")
+        waiting = selected_waiting(
+            session, policy, state, result.capacity, now_ms, free + freed, wanted
         )
-        waiting_count = len(waiting)
+        result.decisions = list(
+            policy.admit(waiting, running, free, result.capacity, now_s, state)
+        )
+        if len(waiting) < waiting_count:
+            numbers_evaluated = len(waiting)
     if policy.monotone:
         left = free + sum(d.cpus for d in result.decisions if d.action == "kill")
         left -= sum(d.cpus for d in result.decisions if d.action == "admit")
@@ -300,6 +311,8 @@ def admission_round(
     }
     if result.incremental:
         numbers["evaluated"] = len(waiting)  # the new submissions only (module docstring)
+    elif numbers_evaluated is not None:
+        numbers["evaluated"] = numbers_evaluated  # those ``selected_waiting`` read
     result.applied = [
         d
         for d in result.decisions
@@ -313,6 +326,26 @@ def admission_round(
     _store(session, list(unstored.values()), flush=False)
     record_applied(session, cfg, result, numbers, now_ms, trigger, wanted, requester, principals)
     return result
+
+
+def selected_waiting(
+    session: Session,
+    policy: AdmissionPolicy,
+    state: EstimatorState,
+    capacity: int,
+    now_ms: int,
+    free: int,
+    include: Collection[str] = (),
+) -> list[justice.Job]:
+    """The waiting jobs a round with ``free`` CPUs after its kills can change, with those in
+    ``include`` (the round's requesters, whose decisions are recorded even when they queue):
+    every waiting job when the policy gives no ``waiting_filter``. The rest would only be
+    queued again, and a queued decision writes nothing; so the round decides as it would over
+    every waiting job (``tests/unit/jobs/test_tick_round.py`` compares the two)."""
+    only = policy.waiting_filter(state, free)
+    if only is None:
+        return jobs_repo.admission_inputs(session)[0]
+    return jobs_repo.waiting_inputs(session, now_ms, capacity, only, include)
 
 
 def mark_key(policy: AdmissionPolicy, capacity: int, version: int) -> tuple[str, str, int, int]:

@@ -1,6 +1,6 @@
 """Service-tick admission rounds that read and rank the waiting jobs outside the admission lock.
 
-Every admission interval a round re-reads every waiting job (about 30 to 60 ms at 10,000
+Every admission interval a round re-ranked every waiting job (about 30 to 60 ms at 10,000
 waiting), and while it held the admission lock every ``POST /jobs`` waited for it. Under a
 ``monotone`` policy (Justice, PYTHIA; ``app.jobs.rounds``, incremental submission rounds) a tick
 that finds the last round's mark intact (same policy, parameters, capacity and estimator version,
@@ -13,10 +13,9 @@ other jobs or the free CPUs.
 So the tick reads and ranks the waiting jobs without the lock (``snapshot``), and if that
 ranking admits and kills nothing, it takes the lock only to check the mark again against the
 holding jobs (a few rows) and apply the drops with compare-and-set (``apply``): a job cancelled
-or decided meanwhile is left alone. Nor does it read every waiting job: a drop happens only once
-less than a policy-given share of the job's deadline window is left (``drop_horizon``; for
-Algorithm 6 the allocation fraction), so the database returns just those, and a tick over
-10,000 waiting jobs with none near its deadline ranks none. Ranking them all took about 70 ms of
+or decided meanwhile is left alone. Nor does it read every waiting job, only those the policy's
+``waiting_filter`` says it can change (``rounds.selected_waiting``): a tick over 10,000 waiting
+jobs with none near its deadline ranks none. Ranking them all took about 70 ms of
 CPU with the GIL held, during which every request thread waited for the interpreter even though
 the lock was free. Anything else (no mark, a changed key, CPUs freed, a kill
 due, an admission in the ranking) is the full round under the lock, as before. Jobs submitted
@@ -41,6 +40,7 @@ from app.jobs.rounds import (
     mark_key,
     policy_of,
     record_applied,
+    selected_waiting,
 )
 from app.policies.justice import core as justice
 from app.policies.justice.core import EstimatorState
@@ -48,17 +48,17 @@ from app.policies.justice.core import EstimatorState
 
 @dataclass(frozen=True, slots=True)
 class TickSnapshot:
-    """The drops a ranking of every waiting job found, and what it relied on."""
+    """The drops a ranking of the waiting jobs found, and what it relied on."""
 
     key: tuple[str, str, int, int]
     drops: tuple[justice.Decision, ...]
-    evaluated: int  # waiting jobs ranked (those past the policy's drop horizon)
+    evaluated: int  # waiting jobs ranked (those the policy's waiting filter selected)
 
 
 def snapshot(
     session: Session, cfg: AdmissionConfig, now_ms: int, since: RoundMark | None
 ) -> TickSnapshot | None:
-    """Rank every waiting job without locking anything; ``None`` when the tick needs the full
+    """Rank the waiting jobs without locking anything; ``None`` when the tick needs the full
     round (module docstring)."""
     policy = policy_of(cfg)
     if since is None or not policy.monotone or policy.estimator_source != "state":
@@ -71,12 +71,11 @@ def snapshot(
     if key != since.key:
         return None
     state = EstimatorState.from_dict(row.state)
-    horizon = policy.drop_horizon(state)
-    droppable = None if horizon is None else (horizon, now_ms)
-    waiting, running = jobs_repo.admission_inputs(session, droppable=droppable)
+    running, _ = jobs_repo.holding_inputs(session)
     free = max(cap - policy.booked(running), 0)
     if free > since.free_end:
         return None
+    waiting = selected_waiting(session, policy, state, cap, now_ms, free)
     decisions = policy.admit(waiting, running, free, cap, now_ms / 1000, state)
     if any(d.action in ("admit", "kill") for d in decisions):
         return None

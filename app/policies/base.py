@@ -191,9 +191,9 @@ class AdmissionPolicy(Protocol):
     on that job, the estimator, the capacity and the time alone, so a tick may rank the waiting
     jobs before taking the admission lock (``app.jobs.tick_round``).
 
-    ``drop_horizon``: for a monotone policy, a share ``h >= 0`` of a job's deadline window such
-    that a waiting job is never dropped while more than ``h`` of its window is left, so a tick
-    needs to rank only the waiting jobs past that point; ``None`` when there is no such bound."""
+    ``waiting_filter``: for a monotone policy, which waiting jobs a round with ``free`` CPUs
+    (after its kills) can change (``WaitingFilter``), so that a round reads only those; ``None``
+    when any of them may change."""
 
     name: str
     params: Mapping[str, Any]
@@ -214,7 +214,23 @@ class AdmissionPolicy(Protocol):
 
     def learn(self, estimator: Any, outcome: Any, capacity: int) -> Any: ...
 
-    def drop_horizon(self, estimator: Any) -> float | None: ...
+    def waiting_filter(self, estimator: Any, free: int) -> WaitingFilter | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingFilter:
+    """The waiting jobs an admission round can change, in terms a database query can test
+    (``AdmissionPolicy.waiting_filter``; rounds of Algorithm 6, whose request for a job with
+    deadline window ``D`` and ``TTD`` left is ``ceil(fraction * D / TTD * min(tasks,
+    capacity))``, all of ``min(tasks, capacity)`` while ``fraction`` is None). Every other
+    waiting job stays queued, and a queued decision changes nothing.
+
+    * ``horizon``: jobs with less than ``horizon`` of their window left may be dropped;
+    * ``free``: jobs whose request fits in ``free`` CPUs may be admitted (none when 0)."""
+
+    horizon: float
+    fraction: float | None
+    free: int
 
 
 # Validated parameters -> the policy; set on a ``PolicySpec`` as its ``admission`` hook.

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from app.policies.base import AdmissionPolicy, AdmissionPolicyFactory
+from app.policies.base import AdmissionPolicy, AdmissionPolicyFactory, WaitingFilter
 from app.policies.justice import core
 
 
@@ -49,14 +49,16 @@ class JusticeAdmission:
         state: core.EstimatorState = estimator
         return core.track_job(state, outcome, capacity, self.justice)
 
-    def drop_horizon(self, estimator: Any) -> float:
-        """Algorithm 6 drops a waiting job when its request ``ceil(f * deadline / TTD *
-        limit)`` exceeds ``limit``, that is once ``TTD < f * deadline`` (``f``: the allocation
-        fraction), or when TTD is gone: so ``f``, or 0 while bootstrapping (no fraction, the
-        request is ``limit`` itself)."""
+    def waiting_filter(self, estimator: Any, free: int) -> WaitingFilter:
+        """Algorithm 6 drops a waiting job when its request ``ceil(f * deadline / TTD * limit)``
+        exceeds ``limit``, that is once ``TTD < f * deadline`` (``f``: the allocation fraction),
+        or when TTD is gone: the horizon is ``f``, or 0 while bootstrapping (no fraction, the
+        request is ``limit`` itself). CREATE_OFFERS admits whole requests only, from ``free``
+        down, so a job whose request exceeds ``free`` stays queued."""
         state: core.EstimatorState = estimator
         fraction = core.allocation_fraction(state, self.justice)
-        return 0.0 if fraction is None else max(fraction, 0.0)
+        horizon = 0.0 if fraction is None else max(fraction, 0.0)
+        return WaitingFilter(horizon, fraction, free)
 
 
 def factory(variant: str) -> AdmissionPolicyFactory:

@@ -52,7 +52,7 @@ class PromiseAdmission:
         est: Estimator = estimator
         return est.learn(outcome)
 
-    def drop_horizon(self, estimator: Any) -> None:
+    def waiting_filter(self, estimator: Any, free: int) -> None:
         """None: not monotone, every round ranks every waiting job."""
         return None
 

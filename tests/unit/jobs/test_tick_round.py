@@ -20,6 +20,7 @@ from app.domain import tags as t
 from app.jobs import tick_round
 from app.jobs.rounds import AdmissionConfig, RoundMark, admission_round
 from app.policies.justice import core
+from app.policies.justice.admission import JusticeAdmission
 from app.services.admission import job_row
 from tests.conftest import Db
 from tests.unit.jobs.fakes import FakeRM
@@ -37,11 +38,13 @@ def _cfg(policy: str, capacity: int = CAP) -> AdmissionConfig:
 
 
 def _seed(db: Db, policy: str, seed: int) -> tuple[AdmissionConfig, RoundMark]:
-    """Waiting jobs with a learned fraction (so requests grow towards drops) and a first full
-    round, whose mark the ticks rely on."""
+    """Waiting jobs (and no others) with a learned fraction (so requests grow towards drops) and
+    a first full round, whose mark the ticks rely on."""
     rng = random.Random(seed)
     cfg = _cfg(policy)
     with transaction(db.sessions) as s:
+        s.query(JobDecision).delete()
+        s.query(Job).delete()
         row = jobs_repo.lock_estimator(s, T0)
         jobs_repo.save_estimator(s, row, _state(rng, policy), T0)
         s.add_all([job_row(new, T0 - rng.randint(0, 60_000)) for new in _rows(rng, T0, 40)])
@@ -68,22 +71,26 @@ def _state_of(session: Session) -> tuple[list[tuple[Any, ...]], list[tuple[Any, 
     return jobs, decisions
 
 
+def _every_waiting_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds read every waiting job, as before ``AdmissionPolicy.waiting_filter``: the
+    reference the selective reads are compared with."""
+    monkeypatch.setattr(JusticeAdmission, "waiting_filter", lambda self, estimator, free: None)
+
+
 @pytest.mark.parametrize("policy", ["justice", "pythia"])
 def test_a_tick_ranked_outside_the_lock_changes_what_the_full_round_changes(
-    db: Db, policy: str
+    db: Db, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     quiet = drops = unread = 0
     for seed in range(4):
-        with transaction(db.sessions) as s:
-            s.query(JobDecision).delete()
-            s.query(Job).delete()
         cfg, mark = _seed(db, policy, seed)
         for step in range(1, 16):
             now = T0 + step * 40_000
             outcomes = []
             for full in (True, False):
-                with db.sessions() as s, s.begin():
+                with monkeypatch.context() as patch, db.sessions() as s, s.begin():
                     if full:
+                        _every_waiting_job(patch)
                         result = admission_round(s, cfg, now, "tick")
                     else:
                         taken = tick_round.snapshot(s, cfg, now, mark)
@@ -194,21 +201,78 @@ def test_the_service_reads_the_waiting_jobs_of_a_quiet_tick_without_the_lock(
     service = env.service()
     for tasks, deadline in ((4, 600), (8, 600), (8, 30)):
         service.create_job(new_job(tasks, deadline, T0), T0)
-    read = jobs_repo.admission_inputs
+    read = jobs_repo.waiting_inputs
     reads: list[tuple[bool, int]] = []  # (lock held, waiting jobs read)
 
     def watched(session: Session, *args: Any, **kwargs: Any) -> Any:
-        waiting, running = read(session, *args, **kwargs)
+        waiting = read(session, *args, **kwargs)
         reads.append((service._db_lock.locked(), len(waiting)))
-        return waiting, running
+        return waiting
 
-    monkeypatch.setattr(jobs_repo, "admission_inputs", watched)
+    monkeypatch.setattr(jobs_repo, "waiting_inputs", watched)
     result = service._round(env.clock.advance(31), "tick")
     # one read outside the lock, of the one job past its drop horizon (while bootstrapping
-    # Algorithm 6 drops only at the deadline): the 30 s job, not the two 600 s ones
+    # Algorithm 6 drops only at the deadline): the 30 s job, not the 600 s one that waits for
+    # more CPUs than are free
     assert reads == [(False, 1)]
     assert result.incremental and [d.action for d in result.applied] == ["drop"]
-    # A round on completions frees CPUs: it is the full round, under the lock, over every job.
+    # A round on completions is the full round, under the lock; the waiting job's request of 8
+    # exceeds the 4 CPUs free and its deadline is far: nothing to read.
     reads.clear()
     service._round(env.clock.advance(1), "completion")
-    assert reads == [(True, 1)]
+    assert reads == [(True, 0)]
+
+
+def _counting(read: list[int]) -> Any:
+    """``jobs_repo.waiting_inputs`` that appends how many jobs it returned to ``read``."""
+    real = jobs_repo.waiting_inputs
+
+    def counted(session: Session, *args: Any, **kwargs: Any) -> Any:
+        waiting = real(session, *args, **kwargs)
+        read.append(len(waiting))
+        return waiting
+
+    return counted
+
+
+@pytest.mark.parametrize("policy", ["justice", "pythia"])
+def test_a_full_round_reading_only_the_jobs_it_can_change_decides_as_over_every_job(
+    db: Db, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admits = drops = unread = 0
+    for seed in range(4):
+        rng = random.Random(100 + seed)
+        cfg, _ = _seed(db, policy, seed)
+        for step in range(1, 13):
+            now = T0 + step * 20_000
+            with transaction(db.sessions) as s:
+                # a running job ends now and then: CPUs come free for the waiting ones
+                held = s.scalars(select(Job.id).where(Job.state == t.ADMITTED).order_by(Job.id))
+                ended = [job_id for job_id in held if rng.random() < 0.4]
+                for job_id in ended:
+                    assert jobs_repo.transition(s, job_id, [t.ADMITTED], now, state=t.FINISHED)
+            outcomes = []
+            for every in (True, False):
+                read: list[int] = []
+                with monkeypatch.context() as patch, db.sessions() as s, s.begin():
+                    if every:
+                        _every_waiting_job(patch)
+                    else:
+                        patch.setattr(jobs_repo, "waiting_inputs", _counting(read))
+                    queued = jobs_repo.count_queued(s)
+                    result = admission_round(s, cfg, now, "completion")
+                    s.flush()
+                    # a queued decision writes nothing; the rest must be the same
+                    applied = [
+                        (d.job_id, d.action, d.cpus) for d in result.applied if d.action != "queue"
+                    ]
+                    outcomes.append((result.mark, *_state_of(s), applied))
+                    unread += queued - sum(read) if read else 0
+                    s.rollback()
+            assert outcomes[0] == outcomes[1]
+            admits += sum(a == "admit" for _, a, _ in outcomes[0][-1])
+            drops += sum(a == "drop" for _, a, _ in outcomes[0][-1])
+            with transaction(db.sessions) as s:
+                admission_round(s, cfg, now, "completion")
+    # rounds that admitted and dropped jobs, and left jobs they could not change unread
+    assert admits >= 5 and drops >= 5 and unread > 0

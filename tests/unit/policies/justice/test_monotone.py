@@ -80,16 +80,16 @@ def test_new_jobs_alone_are_decided_as_among_every_waiting_job(variant: str) -> 
 
 
 @pytest.mark.parametrize("variant", ["justice", "pythia"])
-def test_no_waiting_job_is_dropped_before_its_drop_horizon(variant: str) -> None:
-    # What a tick's read of only the jobs past ``drop_horizon`` relies on (``app.jobs.
-    # tick_round``): a job with at least ``h`` of its deadline window left is never dropped,
-    # and some jobs just past it are.
+def test_no_waiting_job_is_dropped_before_its_horizon(variant: str) -> None:
+    # What a round that reads only the jobs past the ``waiting_filter`` horizon relies on
+    # (``app.jobs.rounds.selected_waiting``): a job with at least ``h`` of its deadline window
+    # left is never dropped, and some jobs just past it are.
     policy = JusticeAdmission(core.make_params(variant))
     near = dropped = 0
     for seed in range(300):
         rnd = random.Random(seed)
         state = _state(rnd, variant)
-        h = policy.drop_horizon(state)
+        h = policy.waiting_filter(state, CAP).horizon
         t = 1000.0
         jobs = _jobs(rnd, "w", 30, t)
         drops = {d.job_id for d in policy.admit(jobs, [], CAP, CAP, t, state) if d.action == "drop"}
