@@ -15,12 +15,12 @@ ranking admits and kills nothing, it takes the lock only to check the mark again
 holding jobs (a few rows) and apply the drops with compare-and-set (``apply``): a job cancelled
 or decided meanwhile is left alone. Nor does it read every waiting job, only those the policy's
 ``waiting_filter`` says it can change (``rounds.selected_waiting``): a tick over 10,000 waiting
-jobs with none near its deadline ranks none. Ranking them all took about 70 ms of
-CPU with the GIL held, during which every request thread waited for the interpreter even though
-the lock was free. Anything else (no mark, a changed key, CPUs freed, a kill
-due, an admission in the ranking) is the full round under the lock, as before. Jobs submitted
-after the snapshot were each decided against the same mark by their own round; a deadline of
-theirs that becomes unreachable is dropped by the next tick.
+jobs with none near its deadline ranks none. Ranking them all took about 70 ms of CPU with the
+GIL held, during which every request thread waited for the interpreter even though the lock was
+free. Anything else (no mark, a changed key, CPUs freed, a kill due, an admission in the
+ranking) is the full round under the lock, as before. Jobs submitted after the snapshot were
+each decided against the same mark by their own round; a deadline of theirs that becomes
+unreachable is dropped by the next tick.
 """
 
 from __future__ import annotations
