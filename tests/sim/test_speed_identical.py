@@ -14,13 +14,15 @@ import pytest
 
 from app.control import floors as control_floors
 from app.domain.observation import ClusterTotals
+from app.policies import rounding
+from app.policies.base import PolicyError
 from app.sim import experiment, metrics, trace
 from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
-from tests.sim import reference_sim
+from tests.sim import reference_control, reference_sim
 
 
 def _reference_room(self: TaskCluster, q: int) -> int:
@@ -257,3 +259,45 @@ def test_floors_computed_once_per_size_change_nothing(
     fast = _everything(policy, "fluid", _WORKLOADS["three queues"])
     monkeypatch.setattr(ControllerPolicy, "_floors_for", _reference_floors_for)
     assert _everything(policy, "fluid", _WORKLOADS["three queues"]) == fast
+
+
+def _rounding_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = rnd.sample(["a", "b", "c", "d", "e", "root.x", "root.y"], rnd.randint(1, 7))
+    pick = rnd.random()
+    shares: dict[str, Any] = {}
+    for name in names:
+        if pick < 0.2:  # equal shares: every remainder ties
+            shares[name] = 1 / 3
+        elif pick < 0.3:  # magnitudes far apart, down to subnormals
+            shares[name] = rnd.choice((0.0, 5e-324, 1e-300, 1e-9, 1.0, 3, 1e300))
+        else:
+            shares[name] = rnd.choice((0.0, rnd.random(), rnd.uniform(0, 1e-6), rnd.randint(0, 9)))
+    mins: dict[str, Any] = {}
+    for name in names:
+        if rnd.random() < 0.5:
+            # as ``plan._target`` passes them, a few float steps off whole hundredths, or raw
+            mins[name] = rnd.choice(
+                ((rnd.randint(1, 4000) - 0.5) / 100, rnd.uniform(0, 40), rnd.randint(0, 30))
+            )
+    if rnd.random() < 0.03:  # invalid input: the same error, naming the same field
+        bad = rnd.choice((-1.0, float("nan"), float("inf"), True, "1", 101.0))
+        (shares if rnd.random() < 0.5 else mins)[rnd.choice(names)] = bad
+    return shares, mins
+
+
+def _hundredths(fn: Any, shares: dict[str, Any], mins: dict[str, Any]) -> object:
+    try:
+        return fn(shares, mins)
+    except PolicyError as err:
+        return ("error", str(err), err.field)
+
+
+def test_capacity_hundredths_are_identical_to_the_fractions() -> None:
+    rnd = random.Random(5)
+    for _ in range(20000):
+        shares, mins = _rounding_case(rnd)
+        want = _hundredths(reference_control.capacity_hundredths, shares, mins)
+        got = _hundredths(rounding.capacity_hundredths, shares, mins)
+        assert got == want, (shares, mins)
+        if isinstance(got, dict):
+            assert list(got) == list(want)  # type: ignore[arg-type]  # the same key order
