@@ -91,10 +91,18 @@ class Engine:
         SimPy's ``run(until=...)``.
         """
         limit = math.inf if until is None else until
-        while True:
-            nxt = self.peek()
-            if nxt == math.inf or nxt > limit:
+        # ``peek`` and ``step`` inlined: one loop iteration per event instead of two method calls.
+        heap, pop = self._heap, heapq.heappop
+        while heap:
+            when, _, _, event = heap[0]
+            if event.cancelled:
+                pop(heap)
+                continue
+            if when == math.inf or when > limit:
                 break
-            self.step()
+            pop(heap)
+            self._now = when
+            self.processed += 1
+            event.action()
         if until is not None and until > self._now:
             self._now = until
