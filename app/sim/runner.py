@@ -418,29 +418,39 @@ class Simulation:
         """``_tally_live`` when every live job is a fair-share job of the pool (queue controllers
         run over Baseline FS): the same sums as arrays. The pool is put in arrival order, the
         order of ``_live``, and each float sum is a ``cumsum``, which adds left to right as the
-        loop does."""
+        loop does.
+
+        One sort on (queue, arrival) lays each queue's jobs out as one run in arrival order, so a
+        queue's sums read a slice instead of masking every job once per queue. The keys are
+        unique, so every sort gives this order."""
         cl = self._cluster
+        pool = cl.pool
         cols = self._arrival_columns()
-        n = cl.pool.n
-        order = np.argsort(cl.pool.arrival[:n])
-        held = cl.pool.rate[:n][order]
-        ks = cl.pool.arrival[:n][order]
-        queue, cpus = cols.queue[ks], cols.cpus[ks]
+        n = pool.n
+        arrival, qix = pool.arrival[:n], pool.qix[:n]
+        order = np.argsort(qix * len(self._jobs) + arrival, kind="stable")
+        held = pool.rate[:n][order]
+        ks = arrival[order]
+        cpus = cols.cpus[ks]
         waiting = held < 1.0
         short = np.maximum(0.0, cpus - held)
+        input_bytes = cols.input_bytes[ks]
         slowdown = (self.now - cols.submit[ks]) / cols.ideal[ks] if self._reads_slowdowns else None
+        counts = np.bincount(qix, minlength=len(cl.queues)).tolist()
         tallies: dict[str, _LiveTally] = {}
+        start = 0
         for q, name in enumerate(cl.queues):
-            mine = queue == q
-            jobs = int(np.count_nonzero(mine))
+            jobs = counts[q]
             if not jobs:
                 continue
-            mine_waiting = mine & waiting
+            mine = slice(start, start + jobs)
+            start += jobs
+            mine_waiting = waiting[mine]
             tallies[name] = _LiveTally(
                 jobs=jobs,
                 waiting=int(np.count_nonzero(mine_waiting)),
                 waiting_tasks=_in_order(short[mine]),
-                waiting_input_bytes=_in_order(cols.input_bytes[ks][mine_waiting]),
+                waiting_input_bytes=_in_order(input_bytes[mine][mine_waiting]),
                 demand=int(cpus[mine].sum()),
                 slowdown_sum=0 if slowdown is None else _in_order(slowdown[mine]),
             )
