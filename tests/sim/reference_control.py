@@ -1,5 +1,6 @@
 """Shared control code as it was before the simulator's speed-ups (``capacity_hundredths`` of
-``app/policies/rounding.py``), kept verbatim as the reference that ``test_speed_identical.py``
+``app/policies/rounding.py``, ``normalise`` of ``app/control/drift.py``, ``_lines_plan`` of
+``app/control/plan.py``), kept verbatim as the reference that ``test_speed_identical.py``
 compares the optimised code with on fixed inputs: the live controller runs the same functions,
 so they must return exactly what they did."""
 
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from fractions import Fraction
 
+from app.control.budget import TOTAL, to_hundredths
+from app.control.drift import QueueValues
+from app.control.plan import Limits, Plan, _line, _Steps
 from app.policies.base import PolicyError
 from app.policies.rounding import TOTAL_HUNDREDTHS
 
@@ -98,3 +103,40 @@ def capacity_hundredths(
     for name in order[:left]:
         out[name] += 1
     return {name: out[name] for name in exact}
+
+
+def normalise(value: str | None) -> object:
+    """A comparable form: hundredths for a percentage, a sorted tuple for absolute resources."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.startswith("[") and text.endswith("]"):
+        parts = (p.split("=", 1) for p in text[1:-1].split(",") if "=" in p)
+        return tuple(sorted((k.strip(), v.strip()) for k, v in parts))
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return TOTAL if number == -1 else to_hundredths(number)
+
+
+def _lines_plan(
+    live: QueueValues,
+    shares: Mapping[str, float],
+    steps: _Steps,
+    limits: Limits,
+    reasons: Mapping[str, str],
+    fraction: Fraction,
+    why: str,
+    push: bool,
+) -> Plan:
+    lines = {
+        q: _line(q, live[q], shares.get(q, 0.0), steps, limits, reasons.get(q, ""))
+        for q in sorted(live)
+    }
+    if not push:
+        lines = {q: replace(line, planned=dict(line.live)) for q, line in lines.items()}
+    plan = Plan(lines, push=push, reason=why, step_fraction=fraction)
+    if push and not plan.changes():
+        return Plan(lines, push=False, reason="no change", step_fraction=fraction)
+    return plan

@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.control import drift, plan
 from app.control import floors as control_floors
+from app.control.budget import Bounds, format_hundredths
+from app.control.plan import Limits
 from app.domain.observation import ClusterTotals
 from app.policies import rounding
 from app.policies.base import PolicyError
@@ -301,3 +304,84 @@ def test_capacity_hundredths_are_identical_to_the_fractions() -> None:
         assert got == want, (shares, mins)
         if isinstance(got, dict):
             assert list(got) == list(want)  # type: ignore[arg-type]  # the same key order
+
+
+def _live_value(rnd: random.Random, h: int) -> str:
+    return rnd.choice(
+        (
+            format_hundredths(h),
+            format_hundredths(h),
+            str(h / 100),  # "33.33" as the RM may print it, or "50.0"
+            f"{h / 100:.3f}",
+            f"[memory={h * 10},vcores={h // 100}]",  # left by RRF
+        )
+    )
+
+
+def _plans(rnd: random.Random) -> list[dict[str, Any]]:
+    names = sorted(rnd.sample(["a", "b", "c", "d"], rnd.randint(1, 4)))
+    cuts = sorted(rnd.randint(0, 10000) for _ in names[1:])
+    hundredths = [hi - lo for lo, hi in zip([0, *cuts], [*cuts, 10000], strict=True)]
+    live = {
+        q: {"capacity": _live_value(rnd, h), "maximum-capacity": rnd.choice(("100.00", "-1", "80"))}
+        for q, h in zip(names, hundredths, strict=True)
+    }
+    shares = {q: rnd.choice((0.0, rnd.random(), 1 / 3)) for q in names}
+    bounds = {q: Bounds(min_h=rnd.choice((0, 0, 200, 1000))) for q in names}
+    limits = Limits(
+        bounds=bounds if sum(b.min_h for b in bounds.values()) <= 10000 else {},
+        max_step_h=rnd.choice((100, 1000, 10000)),
+        min_change_h=rnd.choice((0, 100, 1000)),
+        no_borrowing=rnd.random() < 0.2,
+        max_targets={names[0]: 5000} if rnd.random() < 0.2 else {},
+    )
+    cluster = {"vcores": 400.0, "memory": 409600.0}
+    out = []
+    for made in (
+        lambda: plan.percent_plan(shares, live, limits, cluster),
+        lambda: plan.absolute_plan(
+            {q: {"vcores": 400 * s, "memory": 409600 * s} for q, s in shares.items()},
+            live,
+            cluster,
+            rnd.choice((0.1, 1.0)),
+            rnd.choice((0.0, 0.01)),
+        ),
+    ):
+        try:
+            p = made()
+        except PolicyError as err:
+            out.append({"error": str(err)})
+            continue
+        out.append({**p.to_dict(), "expected": p.expected(), "previous": p.previous()})
+    return out
+
+
+def test_plans_are_identical_to_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = range(3000)
+    fast = [_plans(random.Random(seed)) for seed in seeds]
+    again = [_plans(random.Random(seed)) for seed in seeds]  # from the caches
+    monkeypatch.setattr(plan, "_exact_percent", plan._exact_percent.__wrapped__)
+    monkeypatch.setattr(plan, "normalise", reference_control.normalise)
+    monkeypatch.setattr(plan, "_lines_plan", reference_control._lines_plan)
+    slow = [_plans(random.Random(seed)) for seed in seeds]
+    assert fast == slow
+    assert again == slow
+    assert sum(p[0].get("push") is True for p in slow) > 300  # pushed plans and kept ones
+    assert sum(p[0].get("push") is False for p in slow) > 300
+
+
+def test_normalised_values_are_identical_to_the_reference() -> None:
+    values: list[str | None] = ["40", "40.0", " 40.00 ", "-1", "33.333", "1e2", "nan", "abc", ""]
+    values += ["[vcores=2, memory=1024]", "[memory=1024,vcores=2]", "[]", "[x]", "12.345", None]
+    values += ["0.005", "-0.0"]
+    for value in values * 2:  # the second pass reads the cache
+        got = _normalised(drift.normalise, value)
+        want = _normalised(reference_control.normalise, value)
+        assert (got, type(got)) == (want, type(want)), value
+
+
+def _normalised(fn: Any, value: str | None) -> object:
+    try:
+        return fn(value)
+    except ValueError as err:  # "nan" cannot be hundredths
+        return ("error", str(err))
