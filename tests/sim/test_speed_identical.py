@@ -64,13 +64,14 @@ def _fluid(policy: str, seed: int) -> Outcome:
     return _run(policy, seed, "fluid")
 
 
-@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:TT", "ltrf"])
-def test_slowdowns_left_out_for_policies_that_do_not_read_them_change_nothing(
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:TT", "fawkes:JS", "ltrf"])
+def test_fields_left_out_for_policies_that_do_not_read_them_change_nothing(
     policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast = _fluid(policy, 2)
-    # the reference: every policy observed with the slowdowns, as before they were left out
-    _observe_with(monkeypatch, {"slowdowns"})
+    # the reference: every policy observed with the slowdowns and the waiting input bytes, as
+    # before they were left out
+    _observe_with(monkeypatch, {"slowdowns", "waiting_input_bytes"})
     slow = _fluid(policy, 2)
     assert fast == slow
 
@@ -82,6 +83,14 @@ def test_the_slowdown_weighting_decides_on_them(monkeypatch: pytest.MonkeyPatch)
     with_them = _fluid("fawkes:JS", 2)
     _observe_with(monkeypatch, set())
     assert _fluid("fawkes:JS", 2) != with_them  # so the comparison above can tell
+
+
+def test_the_input_bytes_weighting_decides_on_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    dd = make_queue_policy("fawkes:DD", ["a", "b"])
+    assert "waiting_input_bytes" in dd.needs
+    with_them = _fluid("fawkes:DD", 2)
+    _observe_with(monkeypatch, set())
+    assert _fluid("fawkes:DD", 2) != with_them
 
 
 def _observe_with(monkeypatch: pytest.MonkeyPatch, needs: set[str]) -> None:
