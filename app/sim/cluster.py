@@ -497,7 +497,7 @@ class Cluster:
         rem = pool.rem[:n]
         if float(np.minimum.reduce(rem)) > _DONE_SLACK:
             return
-        finished = [pool.runs[i] for i in np.nonzero(rem <= _DONE_SLACK)[0]]
+        finished = [pool.runs[i] for i in (rem <= _DONE_SLACK).nonzero()[0]]
         now = self.engine.now
         for run in finished:
             self.pool.remove(run)

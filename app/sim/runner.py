@@ -110,7 +110,7 @@ class _ArrivalColumns:
 
 def _in_order(values: npt.NDArray[np.float64]) -> float:
     """``sum`` of ``values`` added left to right from the integer 0, as the loop does."""
-    return float(np.cumsum(values)[-1]) if values.size else 0
+    return float(values.cumsum()[-1]) if values.size else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,7 +433,7 @@ class Simulation:
         cols = self._arrival_columns()
         n = pool.n
         arrival, qix = pool.arrival[:n], pool.qix[:n]
-        order = np.argsort(qix * len(self._jobs) + arrival, kind="stable")
+        order = (qix * len(self._jobs) + arrival).argsort(kind="stable")
         held = pool.rate[:n][order]
         ks = arrival[order]
         cpus = cols.cpus[ks]
@@ -458,7 +458,7 @@ class Simulation:
                 waiting_input_bytes=(
                     0 if input_bytes is None else _in_order(input_bytes[mine][mine_waiting])
                 ),
-                demand=int(cpus[mine].sum()),
+                demand=int(np.add.reduce(cpus[mine])),
                 slowdown_sum=0 if slowdown is None else _in_order(slowdown[mine]),
             )
         return tallies
