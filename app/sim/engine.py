@@ -91,18 +91,10 @@ class Engine:
         SimPy's ``run(until=...)``.
         """
         limit = math.inf if until is None else until
-        # ``peek`` and ``step`` inlined: one loop iteration per event instead of two method calls.
-        heap, pop = self._heap, heapq.heappop
-        while heap:
-            when, _, _, event = heap[0]
-            if event.cancelled:
-                pop(heap)
-                continue
-            if when == math.inf or when > limit:
+        while True:
+            nxt = self.peek()
+            if nxt == math.inf or nxt > limit:
                 break
-            pop(heap)
-            self._now = when
-            self.processed += 1
-            event.action()
+            self.step()
         if until is not None and until > self._now:
             self._now = until
