@@ -11,6 +11,7 @@ the RM holds now: someone edited the queues by hand.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
 from app.control.budget import TOTAL, to_hundredths
 
@@ -22,6 +23,17 @@ def normalise(value: str | None) -> object:
     """A comparable form: hundredths for a percentage, a sorted tuple for absolute resources."""
     if value is None:
         return None
+    # A plan compares the same few capacity strings several times per tick: each is parsed once.
+    # The forms are immutable, so a cached one can be shared.
+    return _normalised(value) if isinstance(value, str) else _parse(value)
+
+
+@lru_cache(maxsize=16384)
+def _normalised(value: str) -> object:
+    return _parse(value)
+
+
+def _parse(value: str) -> object:
     text = value.strip()
     if text.startswith("[") and text.endswith("]"):
         parts = (p.split("=", 1) for p in text[1:-1].split(",") if "=" in p)

@@ -11,16 +11,17 @@ This module turns the fractions a policy decides into such percentages:
 * what is left after the minimums is split by largest-remainder (Hamilton) rounding on hundredths.
   Equal remainders go to the queue whose name sorts first: the result never depends on dict order.
 
-All arithmetic is done with exact rationals (``fractions.Fraction``) on integer hundredths, so the
-sum is exactly 10000 hundredths. ``capacity_percentages`` returns ``h / 100`` as floats for JSON and
-display; code that must add percentages exactly should use ``capacity_hundredths``.
+All arithmetic is exact on integer hundredths, so the sum is exactly 10000 hundredths: a float is
+an integer over a power of two, so the shares are compared and divided as integers over one common
+denominator (the rationals ``fractions.Fraction`` would give, without its cost on every tick).
+``capacity_percentages`` returns ``h / 100`` as floats for JSON and display; code that must add
+percentages exactly should use ``capacity_hundredths``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from fractions import Fraction
 
 from app.policies.base import PolicyError
 
@@ -36,16 +37,20 @@ def _finite(value: float, where: str) -> float:
     return float(value)
 
 
-def _validate_shares(shares: Mapping[str, float]) -> dict[str, Fraction]:
+def _validate_shares(shares: Mapping[str, float]) -> dict[str, int]:
+    """The shares as integer numerators over one common denominator (their largest power-of-two
+    denominator), which keeps every ratio between them exact."""
     if not shares:
         raise PolicyError("shares", "at least one queue is needed")
-    out: dict[str, Fraction] = {}
+    ratios: dict[str, tuple[int, int]] = {}
     for name, value in shares.items():
         num = _finite(value, f"shares.{name}")
         if num < 0:
             raise PolicyError(f"shares.{name}", f"must be >= 0, got {value!r}")
-        out[name] = Fraction(num)
-    if sum(out.values()) == 0:
+        ratios[name] = num.as_integer_ratio()
+    denominator = max(q for _, q in ratios.values())
+    out = {name: p * (denominator // q) for name, (p, q) in ratios.items()}
+    if not any(out.values()):
         raise PolicyError("shares", "at least one share must be positive")
     return out
 
@@ -62,13 +67,14 @@ def _validate_minimums(
         if not 0 <= num <= 100:
             raise PolicyError(where, f"must be within 0..100, got {value!r}")
         # Round up so the two-decimal capacity is never below the configured minimum.
-        out[name] = math.ceil(Fraction(num) * 100)
+        p, q = num.as_integer_ratio()
+        out[name] = -(-100 * p // q)
     if sum(out.values()) > TOTAL_HUNDREDTHS:
         raise PolicyError("min_percent", "minimum percentages sum to more than 100")
     return out
 
 
-def _pin_minimums(shares: Mapping[str, Fraction], mins: Mapping[str, int]) -> set[str]:
+def _pin_minimums(shares: Mapping[str, int], mins: Mapping[str, int]) -> set[str]:
     """Queues whose proportional target falls below their minimum; they get exactly the minimum.
 
     Pinning a queue takes hundredths away from the others, which can push another queue below its
@@ -79,7 +85,8 @@ def _pin_minimums(shares: Mapping[str, Fraction], mins: Mapping[str, int]) -> se
         free = [n for n in shares if n not in pinned]
         pool = TOTAL_HUNDREDTHS - sum(mins[n] for n in pinned)
         mass = sum(shares[n] for n in free)
-        below = {n for n in free if mass == 0 or shares[n] / mass * pool < mins[n]}
+        # share / mass * pool < min, multiplied out by mass > 0
+        below = {n for n in free if mass == 0 or shares[n] * pool < mins[n] * mass}
         if not below:
             return pinned
         pinned |= below
@@ -100,13 +107,15 @@ def capacity_hundredths(
     out = {name: mins[name] for name in pinned}
     free = [n for n in exact if n not in pinned]
     pool = TOTAL_HUNDREDTHS - sum(out.values())
-    mass = sum(exact[n] for n in free)
-    targets = {n: exact[n] / mass * pool for n in free} if free else {}
-    for name, target in targets.items():
-        out[name] = math.floor(target)
+    mass = sum(exact[n] for n in free)  # > 0 when any queue is free: a zero mass pins them all
+    # Each target is exact[n] / mass * pool: its floor and the remainder of that division order
+    # the queues as the target's fractional part would.
+    remainder: dict[str, int] = {}
+    for name in free:
+        out[name], remainder[name] = divmod(exact[name] * pool, mass)
     left = pool - sum(out[n] for n in free)
     # Largest remainder first; equal remainders by name so ties never depend on dict order.
-    order = sorted(free, key=lambda n: (-(targets[n] - math.floor(targets[n])), n))
+    order = sorted(free, key=lambda n: (-remainder[n], n))
     for name in order[:left]:
         out[name] += 1
     return {name: out[name] for name in exact}

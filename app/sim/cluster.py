@@ -65,7 +65,9 @@ def water_fill(total: float, caps: list[float], weights: list[float]) -> list[fl
     active = [i for i, w in enumerate(weights) if w > 0 and caps[i] > 0]
     left = total
     while active and left > _EPS:
-        wsum = sum(weights[i] for i in active)
+        wsum: float = 0  # the same additions as ``sum()``, without a generator per round
+        for i in active:
+            wsum += weights[i]
         lam = left / wsum
         capped = [i for i in active if caps[i] - alloc[i] <= lam * weights[i] + _EPS]
         if not capped:
@@ -75,7 +77,9 @@ def water_fill(total: float, caps: list[float], weights: list[float]) -> list[fl
         for i in capped:
             left -= caps[i] - alloc[i]
             alloc[i] = caps[i]
-        active = [i for i in active if i not in set(capped)]
+        if len(capped) == len(active):
+            break
+        active = [i for i in active if i not in capped]
     return alloc
 
 
@@ -87,7 +91,7 @@ def queue_fill(
     Queues with share 0 still borrow idle capacity in the second pass (equal weights), like a
     YARN queue at capacity 0 with a non-zero maximum-capacity.
     """
-    caps = [min(d, m) for d, m in zip(demand, max_caps, strict=True)]
+    caps = [m if m < d else d for d, m in zip(demand, max_caps, strict=True)]  # ``min(d, m)``
     first = water_fill(total, caps, shares)
     left = total - sum(first)
     if left <= _EPS:
@@ -239,6 +243,7 @@ class Cluster:
         self._qindex: dict[str, int] = {}
         self.shares: list[float] = []
         self.max_shares: list[float] = []
+        self._max_vcores: list[float] | None = None  # ``max_shares`` x capacity, until they change
         self.granted = 0
         self._granted_by_q: list[float] = []
         self._fixed_events: dict[int, Event] = {}
@@ -267,6 +272,7 @@ class Cluster:
             self.queues.append(name)
             self.shares.append(1.0)
             self.max_shares.append(1.0)
+            self._max_vcores = None
             self._granted_by_q.append(0.0)
             self.used_integral.append(0.0)
             self._set_fs_rates(np.append(self._fs_rate_by_q, 0.0))
@@ -279,6 +285,7 @@ class Cluster:
             self.shares[self.queue_index(name)] = max(0.0, share)
         for name, mx in max_shares.items():
             self.max_shares[self.queue_index(name)] = min(1.0, max(0.0, mx))
+        self._max_vcores = None
         self.request_replan()
 
     # ----- state ----------------------------------------------------------------------------
@@ -391,9 +398,10 @@ class Cluster:
         dt = now - self._last
         if dt <= 0:
             return
-        n = self.pool.n
+        pool = self.pool
+        n = len(pool.runs)
         if n:
-            self.pool.rem[:n] -= self.pool.rate[:n] * dt
+            pool.rem[:n] -= pool.rate[:n] * dt
             self._drain_unchecked = True
         integral = self.used_integral
         for q, (g, r) in enumerate(zip(self._granted_by_q, self._fs_rates, strict=True)):
@@ -404,7 +412,7 @@ class Cluster:
     def _set_fs_rates(self, by_q: FloatArray) -> None:
         self._fs_rate_by_q = by_q
         self._fs_rates = by_q.tolist()
-        self._fs_total = float(by_q.sum())
+        self._fs_total = float(np.add.reduce(by_q))  # ``by_q.sum()`` without its Python wrapper
 
     def _replan(self) -> None:
         # Still "pending" while finished jobs are reported, so that jobs an allocator starts
@@ -412,7 +420,8 @@ class Cluster:
         self.advance()
         self._complete_drained()
         self._replan_pending = False
-        pool, n = self.pool, self.pool.n
+        pool = self.pool
+        n = len(pool.runs)
         if self._next_fs is not None:
             self._next_fs.cancel()
             self._next_fs = None
@@ -420,20 +429,24 @@ class Cluster:
         if n == 0:
             self._set_fs_rates(np.zeros(nq))
             return
-        qix, cap = pool.qix[:n], pool.cap[:n]
         demand = [float(d) for d in pool.demand_by_q]
         demand += [0.0] * (nq - len(demand))
-        total = float(self.free)
-        allocs = queue_fill(
-            total, demand, self.shares, [m * self.capacity for m in self.max_shares]
-        )
-        levels = [self._level(q, allocs[q]) for q in range(nq)]
-        rate = pool.rate[:n]
-        np.minimum(cap, levels[0] if nq == 1 else np.array(levels)[qix], out=rate)
-        self._set_fs_rates(np.asarray(np.bincount(qix, weights=rate, minlength=nq), np.float64))
+        max_vcores = self._max_vcores
+        if max_vcores is None:
+            max_vcores = self._max_vcores = [m * self.capacity for m in self.max_shares]
+        allocs = queue_fill(float(self.free), demand, self.shares, max_vcores)
         jobs = pool.jobs_by_q
-        # A queue given anything gives each of its jobs a positive rate (caps are >= 1).
-        all_moving = all(lv > 0 for q, lv in enumerate(levels) if q < len(jobs) and jobs[q])
+        levels: list[float] = []
+        all_moving = True
+        for q, alloc in enumerate(allocs):
+            level = self._level(q, alloc)
+            levels.append(level)
+            # A queue given anything gives each of its jobs a positive rate (caps are >= 1).
+            if not level > 0 and q < len(jobs) and jobs[q]:
+                all_moving = False
+        qix, rate = pool.qix[:n], pool.rate[:n]
+        np.minimum(pool.cap[:n], levels[0] if nq == 1 else np.array(levels)[qix], out=rate)
+        self._set_fs_rates(np.asarray(np.bincount(qix, weights=rate, minlength=nq), np.float64))
         self._schedule_next_fs(all_moving)
 
     def _level(self, q: int, alloc: float) -> float:
@@ -447,8 +460,9 @@ class Cluster:
         )
 
     def _schedule_next_fs(self, all_moving: bool) -> None:
-        n = self.pool.n
-        rem, rate = self.pool.rem[:n], self.pool.rate[:n]
+        pool = self.pool
+        n = len(pool.runs)
+        rem, rate = pool.rem[:n], pool.rate[:n]
         if all_moving:
             ttf = rem / rate
         else:
@@ -456,7 +470,7 @@ class Cluster:
             if not moving.any():
                 return
             ttf = rem[moving] / rate[moving]
-        at = self.engine.now + max(0.0, float(ttf.min()))
+        at = self.engine.now + max(0.0, float(np.minimum.reduce(ttf)))
         self._next_fs = self.engine.schedule(at, self._on_fs_completion, PRIORITY_COMPLETION)
 
     def _on_fs_completion(self) -> None:
@@ -472,16 +486,18 @@ class Cluster:
         self.request_replan()
 
     def _complete_drained(self) -> None:
-        n = self.pool.n
+        pool = self.pool
+        n = len(pool.runs)
         if not n or not self._drain_unchecked:
             return
         self._drain_unchecked = False
         # Absolute slack in vcore-seconds: completion times are computed to drain the job
         # exactly, so what is left is float noise; a job missed here is caught at the next event.
-        done = np.nonzero(self.pool.rem[:n] <= _DONE_SLACK)[0]
-        if done.size == 0:
+        # Most looks find nothing: one minimum decides that without listing the indices.
+        rem = pool.rem[:n]
+        if float(np.minimum.reduce(rem)) > _DONE_SLACK:
             return
-        finished = [self.pool.runs[i] for i in done]
+        finished = [pool.runs[i] for i in (rem <= _DONE_SLACK).nonzero()[0]]
         now = self.engine.now
         for run in finished:
             self.pool.remove(run)

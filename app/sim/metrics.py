@@ -111,7 +111,9 @@ def snapshot_indexes(
     """
     f = np.minimum(1.0, allocs / demands) if allocs.size else allocs
     n = allocs.size + tally.n
-    s, s2 = float(f.sum()) + tally.sum_f, float(np.dot(f, f)) + tally.sum_f2
+    # ufunc reductions and array methods called directly: numpy's Python wrappers around them
+    # cost as much as the arithmetic on a few thousand jobs
+    s, s2 = float(np.add.reduce(f)) + tally.sum_f, float(np.dot(f, f)) + tally.sum_f2
     fairness = s * s / (n * s2) if n and s2 > 1e-12 else None
     if not allocs.size:
         return fairness, _equality(tally.classes)
@@ -123,7 +125,7 @@ def snapshot_indexes(
         if not keep.any():
             return fairness, None
         kept_sums, kept_sqs = sums[keep], sqs[keep]
-        total = float(np.cumsum(kept_sums * kept_sums / kept_sqs)[-1])
+        total = float((kept_sums * kept_sums / kept_sqs).cumsum()[-1])
         return fairness, total / float(counts[keep].sum())
     classes = {d: list(v) for d, v in tally.classes.items()}
     for d, count, sa, sa2 in zip(
@@ -141,12 +143,12 @@ def _classes(
 ) -> tuple[FloatArray, IntArray, FloatArray, FloatArray]:
     """The distinct demands in ascending order, and per demand the jobs, the sum of their
     allocations and of their squares, each summed in array order."""
-    low, high = float(demands.min()), float(demands.max())
+    low, high = float(np.minimum.reduce(demands)), float(np.maximum.reduce(demands))
     whole = demands.astype(np.int64) if low >= 0 and high <= 4 * demands.size + 1024 else None
     if whole is not None and bool((whole == demands).all()):
         # whole vcores (the simulator's caps): counted by value, without sorting
         held = np.bincount(whole)
-        present = np.flatnonzero(held)
+        present = held.nonzero()[0]
         uniq = present.astype(np.float64)
         counts = np.asarray(held[present], np.int64)
         sums = np.asarray(np.bincount(whole, weights=allocs)[present], np.float64)

@@ -113,6 +113,10 @@ class ControllerPolicy:
         self.needs = frozenset(spec.needs(self.cfg.params) if spec.needs is not None else ())
         self.container_mb = container_mb
         self.ledger = LedgerState()
+        # The ledger's weights, discount and lending rule: the configuration fixes them.
+        self._weights = {q: self.cfg.weight(q) for q in self.queues}
+        self._discount = float(self.cfg.params.get("discount", 1.0))
+        self._lending = str(self.cfg.params.get("lending", "used"))
         self.state: Mapping[str, Any] = {}
         self._floors: dict[tuple[float, float], control_floors.Floors] = {}  # by cluster size
         self._last_t: float | None = None
@@ -199,10 +203,9 @@ class ControllerPolicy:
                 Poll(int(self._last_t * 1000), total, points),
                 Poll(int(now * 1000), total, {}),
             ]
-            weights = {q: self.cfg.weight(q) for q in self.queues}
-            discount = float(self.cfg.params.get("discount", 1.0))
-            lending = str(self.cfg.params.get("lending", "used"))
-            step = integrate(self.ledger, polls, weights, discount, _NO_GAP_LIMIT_MS, lending)
+            step = integrate(
+                self.ledger, polls, self._weights, self._discount, _NO_GAP_LIMIT_MS, self._lending
+            )
             if step is not None:
                 self.ledger = step.state
         self._last_t = now

@@ -110,7 +110,7 @@ class _ArrivalColumns:
 
 def _in_order(values: npt.NDArray[np.float64]) -> float:
     """``sum`` of ``values`` added left to right from the integer 0, as the loop does."""
-    return float(np.cumsum(values)[-1]) if values.size else 0
+    return float(values.cumsum()[-1]) if values.size else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +129,8 @@ class QueuePolicy(Protocol):
     name: str
     interval_s: float
     # The observation fields beyond the RM's numbers it decides on (``PolicySpec.needs``): the
-    # runner fills ``slowdowns``, a pass over every live job per tick, only when it is read.
+    # runner fills ``slowdowns`` and ``waiting_input_bytes``, sums over every live job per tick,
+    # only when they are read (0 and () otherwise, as the live view carries without them).
     needs: frozenset[str]
 
     def decide(
@@ -221,6 +222,9 @@ class Simulation:
         self.allocator = allocator
         self.queue_policy = queue_policy
         self._reads_slowdowns = queue_policy is not None and "slowdowns" in queue_policy.needs
+        self._reads_input_bytes = (
+            queue_policy is not None and "waiting_input_bytes" in queue_policy.needs
+        )
         self.sample_s = sample_s
         self._progress = progress
         first = self._jobs[0].submit_s if self._jobs else 0.0
@@ -392,7 +396,7 @@ class Simulation:
         rates = cl.pool.rate[: cl.pool.n].tolist()
         slot = cl.pool.slot
         now = self.now
-        slowdowns = self._reads_slowdowns
+        slowdowns, input_bytes = self._reads_slowdowns, self._reads_input_bytes
         tallies: dict[str, _LiveTally] = {}
         for run in self._live.values():
             name = run.job.queue
@@ -407,7 +411,8 @@ class Simulation:
             t.jobs += 1
             if held < 1.0:
                 t.waiting += 1
-                t.waiting_input_bytes += run.job.input_bytes
+                if input_bytes:
+                    t.waiting_input_bytes += run.job.input_bytes
             t.waiting_tasks += max(0.0, run.max_cpus - held)
             t.demand += run.max_cpus
             if slowdowns:
@@ -418,30 +423,42 @@ class Simulation:
         """``_tally_live`` when every live job is a fair-share job of the pool (queue controllers
         run over Baseline FS): the same sums as arrays. The pool is put in arrival order, the
         order of ``_live``, and each float sum is a ``cumsum``, which adds left to right as the
-        loop does."""
+        loop does.
+
+        One sort on (queue, arrival) lays each queue's jobs out as one run in arrival order, so a
+        queue's sums read a slice instead of masking every job once per queue. The keys are
+        unique, so every sort gives this order."""
         cl = self._cluster
+        pool = cl.pool
         cols = self._arrival_columns()
-        n = cl.pool.n
-        order = np.argsort(cl.pool.arrival[:n])
-        held = cl.pool.rate[:n][order]
-        ks = cl.pool.arrival[:n][order]
-        queue, cpus = cols.queue[ks], cols.cpus[ks]
+        n = pool.n
+        arrival, qix = pool.arrival[:n], pool.qix[:n]
+        order = (qix * len(self._jobs) + arrival).argsort(kind="stable")
+        held = pool.rate[:n][order]
+        ks = arrival[order]
+        cpus = cols.cpus[ks]
         waiting = held < 1.0
         short = np.maximum(0.0, cpus - held)
+        input_bytes = cols.input_bytes[ks] if self._reads_input_bytes else None
         slowdown = (self.now - cols.submit[ks]) / cols.ideal[ks] if self._reads_slowdowns else None
+        counts = np.bincount(qix, minlength=len(cl.queues)).tolist()
         tallies: dict[str, _LiveTally] = {}
+        start = 0
         for q, name in enumerate(cl.queues):
-            mine = queue == q
-            jobs = int(np.count_nonzero(mine))
+            jobs = counts[q]
             if not jobs:
                 continue
-            mine_waiting = mine & waiting
+            mine = slice(start, start + jobs)
+            start += jobs
+            mine_waiting = waiting[mine]
             tallies[name] = _LiveTally(
                 jobs=jobs,
                 waiting=int(np.count_nonzero(mine_waiting)),
                 waiting_tasks=_in_order(short[mine]),
-                waiting_input_bytes=_in_order(cols.input_bytes[ks][mine_waiting]),
-                demand=int(cpus[mine].sum()),
+                waiting_input_bytes=(
+                    0 if input_bytes is None else _in_order(input_bytes[mine][mine_waiting])
+                ),
+                demand=int(np.add.reduce(cpus[mine])),
                 slowdown_sum=0 if slowdown is None else _in_order(slowdown[mine]),
             )
         return tallies

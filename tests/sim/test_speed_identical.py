@@ -12,15 +12,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from app.control import drift, plan
 from app.control import floors as control_floors
+from app.control.budget import Bounds, format_hundredths
+from app.control.plan import Limits
 from app.domain.observation import ClusterTotals
+from app.policies import rounding
+from app.policies.base import PolicyError
 from app.sim import experiment, metrics, trace
 from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
 from app.sim.runner import QueueObservation, Simulation
 from app.sim.tasks import _EPS, TaskCluster
-from tests.sim import reference_sim
+from tests.sim import reference_control, reference_sim
 
 
 def _reference_room(self: TaskCluster, q: int) -> int:
@@ -59,13 +64,14 @@ def _fluid(policy: str, seed: int) -> Outcome:
     return _run(policy, seed, "fluid")
 
 
-@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:TT", "ltrf"])
-def test_slowdowns_left_out_for_policies_that_do_not_read_them_change_nothing(
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:TT", "fawkes:JS", "ltrf"])
+def test_fields_left_out_for_policies_that_do_not_read_them_change_nothing(
     policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast = _fluid(policy, 2)
-    # the reference: every policy observed with the slowdowns, as before they were left out
-    _observe_with(monkeypatch, {"slowdowns"})
+    # the reference: every policy observed with the slowdowns and the waiting input bytes, as
+    # before they were left out
+    _observe_with(monkeypatch, {"slowdowns", "waiting_input_bytes"})
     slow = _fluid(policy, 2)
     assert fast == slow
 
@@ -77,6 +83,14 @@ def test_the_slowdown_weighting_decides_on_them(monkeypatch: pytest.MonkeyPatch)
     with_them = _fluid("fawkes:JS", 2)
     _observe_with(monkeypatch, set())
     assert _fluid("fawkes:JS", 2) != with_them  # so the comparison above can tell
+
+
+def test_the_input_bytes_weighting_decides_on_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    dd = make_queue_policy("fawkes:DD", ["a", "b"])
+    assert "waiting_input_bytes" in dd.needs
+    with_them = _fluid("fawkes:DD", 2)
+    _observe_with(monkeypatch, set())
+    assert _fluid("fawkes:DD", 2) != with_them
 
 
 def _observe_with(monkeypatch: pytest.MonkeyPatch, needs: set[str]) -> None:
@@ -257,3 +271,127 @@ def test_floors_computed_once_per_size_change_nothing(
     fast = _everything(policy, "fluid", _WORKLOADS["three queues"])
     monkeypatch.setattr(ControllerPolicy, "_floors_for", _reference_floors_for)
     assert _everything(policy, "fluid", _WORKLOADS["three queues"]) == fast
+
+
+def _rounding_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = rnd.sample(["a", "b", "c", "d", "e", "root.x", "root.y"], rnd.randint(1, 7))
+    pick = rnd.random()
+    shares: dict[str, Any] = {}
+    for name in names:
+        if pick < 0.2:  # equal shares: every remainder ties
+            shares[name] = 1 / 3
+        elif pick < 0.3:  # magnitudes far apart, down to subnormals
+            shares[name] = rnd.choice((0.0, 5e-324, 1e-300, 1e-9, 1.0, 3, 1e300))
+        else:
+            shares[name] = rnd.choice((0.0, rnd.random(), rnd.uniform(0, 1e-6), rnd.randint(0, 9)))
+    mins: dict[str, Any] = {}
+    for name in names:
+        if rnd.random() < 0.5:
+            # as ``plan._target`` passes them, a few float steps off whole hundredths, or raw
+            mins[name] = rnd.choice(
+                ((rnd.randint(1, 4000) - 0.5) / 100, rnd.uniform(0, 40), rnd.randint(0, 30))
+            )
+    if rnd.random() < 0.03:  # invalid input: the same error, naming the same field
+        bad = rnd.choice((-1.0, float("nan"), float("inf"), True, "1", 101.0))
+        (shares if rnd.random() < 0.5 else mins)[rnd.choice(names)] = bad
+    return shares, mins
+
+
+def _hundredths(fn: Any, shares: dict[str, Any], mins: dict[str, Any]) -> object:
+    try:
+        return fn(shares, mins)
+    except PolicyError as err:
+        return ("error", str(err), err.field)
+
+
+def test_capacity_hundredths_are_identical_to_the_fractions() -> None:
+    rnd = random.Random(5)
+    for _ in range(20000):
+        shares, mins = _rounding_case(rnd)
+        want = _hundredths(reference_control.capacity_hundredths, shares, mins)
+        got = _hundredths(rounding.capacity_hundredths, shares, mins)
+        assert got == want, (shares, mins)
+        if isinstance(got, dict) and isinstance(want, dict):
+            assert list(got) == list(want)  # the same key order
+
+
+def _live_value(rnd: random.Random, h: int) -> str:
+    return rnd.choice(
+        (
+            format_hundredths(h),
+            format_hundredths(h),
+            str(h / 100),  # "33.33" as the RM may print it, or "50.0"
+            f"{h / 100:.3f}",
+            f"[memory={h * 10},vcores={h // 100}]",  # left by RRF
+        )
+    )
+
+
+def _plans(rnd: random.Random) -> list[dict[str, Any]]:
+    names = sorted(rnd.sample(["a", "b", "c", "d"], rnd.randint(1, 4)))
+    cuts = sorted(rnd.randint(0, 10000) for _ in names[1:])
+    hundredths = [hi - lo for lo, hi in zip([0, *cuts], [*cuts, 10000], strict=True)]
+    live = {
+        q: {"capacity": _live_value(rnd, h), "maximum-capacity": rnd.choice(("100.00", "-1", "80"))}
+        for q, h in zip(names, hundredths, strict=True)
+    }
+    shares = {q: rnd.choice((0.0, rnd.random(), 1 / 3)) for q in names}
+    bounds = {q: Bounds(min_h=rnd.choice((0, 0, 200, 1000))) for q in names}
+    limits = Limits(
+        bounds=bounds if sum(b.min_h for b in bounds.values()) <= 10000 else {},
+        max_step_h=rnd.choice((100, 1000, 10000)),
+        min_change_h=rnd.choice((0, 100, 1000)),
+        no_borrowing=rnd.random() < 0.2,
+        max_targets={names[0]: 5000} if rnd.random() < 0.2 else {},
+    )
+    cluster = {"vcores": 400.0, "memory": 409600.0}
+    out = []
+    for made in (
+        lambda: plan.percent_plan(shares, live, limits, cluster),
+        lambda: plan.absolute_plan(
+            {q: {"vcores": 400 * s, "memory": 409600 * s} for q, s in shares.items()},
+            live,
+            cluster,
+            rnd.choice((0.1, 1.0)),
+            rnd.choice((0.0, 0.01)),
+        ),
+    ):
+        try:
+            p = made()
+        except PolicyError as err:
+            out.append({"error": str(err)})
+            continue
+        out.append({**p.to_dict(), "expected": p.expected(), "previous": p.previous()})
+    return out
+
+
+def test_plans_are_identical_to_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = range(3000)
+    fast = [_plans(random.Random(seed)) for seed in seeds]
+    again = [_plans(random.Random(seed)) for seed in seeds]  # from the caches
+    monkeypatch.setattr(plan, "_exact_percent", plan._exact_percent.__wrapped__)
+    monkeypatch.setattr(plan, "normalise", reference_control.normalise)
+    monkeypatch.setattr(plan, "_lines_plan", reference_control._lines_plan)
+    monkeypatch.setattr(plan, "capacity_hundredths", reference_control.capacity_hundredths)
+    slow = [_plans(random.Random(seed)) for seed in seeds]
+    assert fast == slow
+    assert again == slow
+    assert sum(p[0].get("push") is True for p in slow) > 300  # pushed plans and kept ones
+    assert sum(p[0].get("push") is False for p in slow) > 300
+
+
+def test_normalised_values_are_identical_to_the_reference() -> None:
+    values: list[str | None] = ["40", "40.0", " 40.00 ", "-1", "33.333", "1e2", "nan", "abc", ""]
+    values += ["[vcores=2, memory=1024]", "[memory=1024,vcores=2]", "[]", "[x]", "12.345", None]
+    values += ["0.005", "-0.0"]
+    for value in values * 2:  # the second pass reads the cache
+        got = _normalised(drift.normalise, value)
+        want = _normalised(reference_control.normalise, value)
+        assert (got, type(got)) == (want, type(want)), value
+
+
+def _normalised(fn: Any, value: str | None) -> object:
+    try:
+        return fn(value)
+    except ValueError as err:  # "nan" cannot be hundredths
+        return ("error", str(err))
