@@ -66,6 +66,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port=settings.api_port,
         log_config=None,
         lifespan="on",
+        timeout_keep_alive=settings.api_keep_alive_s,
         **tls,  # type: ignore[arg-type]
     )
     return 0

@@ -160,6 +160,11 @@ class Settings(BaseSettings):
     # HTTPS for the sidecar's own API (uvicorn's TLS options).
     api_tls_certfile: Path | None = None
     api_tls_keyfile: Path | None = None
+    # Idle keep-alive connections stay open this long: longer than the idle expiry of the
+    # clients and proxies in front (httpx and requests pools: 5 s; load balancers: 60 s), so a
+    # client never sends a request on a connection the server is closing at that moment, which
+    # fails it with a reset. uvicorn's own default is 5 s, the same as httpx's.
+    api_keep_alive_s: int = Field(75, ge=1, le=3600)
     # Retention (app/db/retention.py): raw samples for raw_days, hourly means until hourly_days,
     # decisions for decision_days; run every retention_interval_s by the leader.
     retention_raw_days: float = Field(7.0, gt=0, le=3650)
