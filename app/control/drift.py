@@ -23,16 +23,12 @@ def normalise(value: str | None) -> object:
     """A comparable form: hundredths for a percentage, a sorted tuple for absolute resources."""
     if value is None:
         return None
-    # A plan compares the same few capacity strings several times per tick: each is parsed once.
-    # The forms are immutable, so a cached one can be shared.
-    return _normalised(value) if isinstance(value, str) else _parse(value)
-
-
-@lru_cache(maxsize=16384)
-def _normalised(value: str) -> object:
     return _parse(value)
 
 
+# A plan compares the same few capacity strings several times per tick: each is parsed once.
+# The forms are immutable, so a cached one can be shared.
+@lru_cache(maxsize=16384)
 def _parse(value: str) -> object:
     text = value.strip()
     if text.startswith("[") and text.endswith("]"):

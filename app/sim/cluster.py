@@ -79,7 +79,8 @@ def water_fill(total: float, caps: list[float], weights: list[float]) -> list[fl
             alloc[i] = caps[i]
         if len(capped) == len(active):
             break
-        active = [i for i in active if i not in capped]
+        done = set(capped)
+        active = [i for i in active if i not in done]
     return alloc
 
 
