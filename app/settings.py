@@ -132,6 +132,7 @@ class Settings(BaseSettings):
     promise_min_samples: int = Field(3, ge=1, le=10_000)
     promise_window: int = Field(64, ge=1, le=100_000)
     promise_am_containers: int = Field(1, ge=0, le=100)
+    promise_startup_s: float = Field(10.0, ge=0, le=3600)
     promise_crowd_out: bool = True
     # cluster.json of a distributed-shell harness (hadoop-docker/minicluster/run): enables the
     # built-in `sleep` job template (AM classpath, JVM options, staging directory).

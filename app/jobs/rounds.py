@@ -157,6 +157,7 @@ def _policy_settings(settings: Settings) -> dict[str, Any]:
         "min_samples": settings.promise_min_samples,
         "window": settings.promise_window,
         "am_containers": settings.promise_am_containers,
+        "startup_s": settings.promise_startup_s,
         "crowd_out": settings.promise_crowd_out,
     }
 

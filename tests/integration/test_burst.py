@@ -142,6 +142,13 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
             answers = await asyncio.gather(*(client.post("/jobs", json=b) for b in bodies))
             assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
             ours = await wait_all_final(client, [s.name for s in BURST], WAIT_S)
+            # what each job was promised, printed below: a miss shows how the plan was wrong
+            plans = {}
+            for s in BURST:
+                detail = (await client.get(f"/jobs/{ours[s.name]['id']}")).json()
+                plans[s.name] = [
+                    d["reason"] for d in detail["decisions"] if d["action"] in ("admit", "drop")
+                ]
         finally:
             await workload.kill_unfinished(rm, tags=[TAG])
     rows = []
@@ -151,6 +158,7 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
             f"{s.name:8} tasks={s.tasks} deadline={s.deadline_s:3}s"
             f" plain={'met' if plain[s.name] else 'MISS'}"
             f" sidecar={job['state']}/{job['met_deadline']} grant={job['granted_cpus']}"
+            f" elapsed={job['elapsed_ms']} plan={plans[s.name]}"
         )
     print("\n".join(rows))
     sidecar_met = sum(1 for s in BURST if ours[s.name]["met_deadline"] is True)

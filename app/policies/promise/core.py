@@ -66,6 +66,13 @@ from app.policies.promise.signature import Keys
 _EPS = 1e-9
 
 
+def _at(t: float, now_s: float) -> str:
+    """A time in a decision's reason, relative to the round (absolute times are epoch seconds
+    live, which ``:g`` renders as 1.79564e+09; the ETA fields keep the absolute values)."""
+    d = t - now_s
+    return f"now+{d:.1f}s" if d >= 0 else f"now-{-d:.1f}s"
+
+
 def waves(tasks: int, cpus: int) -> int:
     """Task waves of ``tasks`` equal tasks on ``cpus`` containers."""
     return -(-tasks // min(cpus, tasks))
@@ -286,8 +293,8 @@ def admit(
                     "drop",
                     j.id,
                     0,
-                    f"cannot finish by its deadline {j.deadline_at:g}: at best {best} vcores from "
-                    f"{start:g} finish at {fin:g} ({est.source})",
+                    f"cannot finish by its deadline {_at(j.deadline_at, now_s)}: at best {best} "
+                    f"vcores from {_at(start, now_s)} finish at {_at(fin, now_s)} ({est.source})",
                     earliest_finish_s=fin,
                     work_bound=est.upper,
                     source=est.source,
@@ -360,7 +367,7 @@ def admit(
                     "queue",
                     j.id,
                     0,
-                    f"expects {need} vcores at {t_res:g}",
+                    f"expects {need} vcores at {_at(t_res, now_s)}",
                     start_s=t_res,
                     finish_s=fin,
                     finish_point_s=t_res
@@ -375,7 +382,9 @@ def admit(
             continue
         t_res, _, head = reservation
         queued.append(
-            _queued(j, est, lst, f"vcores to free up (after {head}, expected at {t_res:g})")
+            _queued(
+                j, est, lst, f"vcores to free up (after {head}, expected at {_at(t_res, now_s)})"
+            )
         )
 
     grants = {j.id: g for j, _, _, g in admitted}
@@ -388,8 +397,8 @@ def admit(
                 "admit",
                 j.id,
                 g,
-                f"{g} vcores: {w} waves finish by {begin + w * est.upper / j.tasks:g} "
-                f"<= deadline {j.deadline_at:g} ({est.source})",
+                f"{g} vcores: {w} waves finish by {_at(begin + w * est.upper / j.tasks, now_s)} "
+                f"<= deadline {_at(j.deadline_at, now_s)} ({est.source})",
                 start_s=now_s,
                 finish_s=begin + w * est.upper / j.tasks,
                 finish_point_s=begin + w * est.point / j.tasks,
@@ -484,8 +493,8 @@ def _tries(
                 "admit",
                 j.id,
                 g,
-                f"tried on {g} vcores: its bound misses the deadline {j.deadline_at:g}; "
-                f"{p:.0%} of its history fits, central estimate finishes by {finish:g} "
+                f"tried on {g} vcores: its bound misses the deadline {_at(j.deadline_at, now_s)}; "
+                f"{p:.0%} of its history fits, central estimate finishes by {_at(finish, now_s)} "
                 f"({est.source})",
                 start_s=now_s,
                 finish_s=finish,
@@ -587,6 +596,14 @@ PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("window", int, 64, "most recent runs kept per signature", minimum=1),
     ParamSpec(
         "am_containers", int, 0, "containers booked per job for its ApplicationMaster", minimum=0
+    ),
+    ParamSpec(
+        "startup_s",
+        float,
+        0.0,
+        "start-up (admission to first task) assumed at least until the estimator has seen as "
+        "many of the sidecar's own start-ups as its quantile needs (19 at 0.95)",
+        minimum=0.0,
     ),
     ParamSpec(
         "crowd_out",

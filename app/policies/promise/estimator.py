@@ -21,13 +21,21 @@ the job's signature, and the one with the smaller mean absolute log error wins; 
 statistics and the ETA's central value.
 
 With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
-its whole deadline at full parallelism (ratio 1).
+its whole deadline at full parallelism (ratio 1), the deadline being what is left after its
+start-up bound (so a job with no history is still feasible from its submission, as the thesis
+assumes, and not dropped for the start-up its deadline did not count).
 
 Start-up: on YARN a job's first task starts seconds after its admission (the ApplicationMaster is
 allocated and launched, then asks for its containers); its ``work`` counts task containers only.
 Where an outcome reports that delay (``overhead_s``: the live sidecar's own jobs, whose grants are
 known; the simulator's model has none) the estimator keeps it per key like the others and each
-estimate carries its quantile along the whole chain (``Estimate.overhead_s``, 0 without samples).
+estimate carries its quantile along the whole chain (``Estimate.overhead_s``). Foreign apps teach
+no start-up (their grants, hence their waves, are unknown), so a new sidecar knows none: until it
+has seen as many start-ups as its quantile needs (``_support``, 19 at 0.95) the bound is at least
+``startup_s``, the prior the operator configures (10 s live, 0 in the simulator). Without it the
+first burst a sidecar admits is planned as if tasks started at admission: on the real mini
+cluster a 3-task job promised 3 waves of 8.95 s for its 30 s deadline took 29.4 s, and missed on a
+busier machine (start-ups there were 4 to 5 s).
 
 Errors: before a completion is added, the point prediction it would have had is compared with the
 real work; per signature the estimator counts predictions off by 2x or more (3Sigma's measure) and
@@ -124,6 +132,7 @@ class EstimatorParams:
     window: int = 64
     min_samples: int = 3
     quantile: float = 0.95
+    startup_s: float = 0.0  # start-up prior (module docstring)
 
     def __post_init__(self) -> None:
         if self.window < 1:
@@ -132,6 +141,8 @@ class EstimatorParams:
             raise PolicyError("min_samples", f"must be >= 1, got {self.min_samples}")
         if not 0.5 <= self.quantile <= 1.0:
             raise PolicyError("quantile", f"must be in [0.5, 1], got {self.quantile}")
+        if not (math.isfinite(self.startup_s) and self.startup_s >= 0):
+            raise PolicyError("startup_s", f"must be a finite number >= 0, got {self.startup_s}")
 
 
 def quantile(values: Iterable[float], q: float) -> float:
@@ -153,7 +164,7 @@ class Estimator:
     _overheads: int = 0
 
     @property
-    def _ratio_support(self) -> int:
+    def _support(self) -> int:
         """Samples a key needs for its ``quantile`` to be one of them with that coverage: a new
         run exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``,
         so ``q`` needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95);
@@ -182,12 +193,12 @@ class Estimator:
         # would be a bound in name only. Ratios are relative to each job's own deadline, so
         # they carry over along the whole chain (the global ratios are Justice's fractions),
         # and a key answers only with enough of them for the quantile to be one of them
-        # (``_ratio_support``): the largest of three ratios bounded a fourth only three times
+        # (``_support``): the largest of three ratios bounded a fourth only three times
         # in four, and every miss of a job promised at its bound is waste.
         chain = keys.chain() if ratio else (keys.signature,)
         need = self.params.min_samples
         if ratio:
-            need = max(need, self._ratio_support)
+            need = max(need, self._support)
         for key in chain:
             s = self._series.get(key)
             if s is None:
@@ -213,6 +224,8 @@ class Estimator:
                 key, data = picked
                 relative = self._scaled(data, scale, f"ratio@{key}")
             elif absolute is None:
+                window = deadline_s - self.overhead(keys)
+                scale = (window if window > 0 else deadline_s) * max_cpus
                 relative = _Prediction(Estimate(scale, scale, "bootstrap", 0), (1.0,), scale)
         return absolute, relative
 
@@ -225,16 +238,20 @@ class Estimator:
 
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
-        of them, or any at the global key); 0 without any."""
-        if not self._overheads:
-            return 0.0
-        for key in keys.chain():
-            s = self._series.get(key)
-            if s is not None and (
-                len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
-            ):
-                return quantile(s.overhead, self.params.quantile)
-        return 0.0
+        of them, or any at the global key), and no less than the prior ``startup_s`` while the
+        estimator has seen fewer start-ups than its quantile needs (module docstring)."""
+        learned = 0.0
+        if self._overheads:
+            for key in keys.chain():
+                s = self._series.get(key)
+                if s is not None and (
+                    len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
+                ):
+                    learned = quantile(s.overhead, self.params.quantile)
+                    break
+        if self._overheads < self._support:
+            return max(learned, self.params.startup_s)
+        return learned
 
     def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
         """Work bound (and start-up bound) for a job; see ``_estimate_work``."""
@@ -377,4 +394,5 @@ def params_from(values: Mapping[str, Any]) -> EstimatorParams:
         window=int(values.get("window", 64)),
         min_samples=int(values.get("min_samples", 3)),
         quantile=float(values.get("quantile", 0.95)),
+        startup_s=float(values.get("startup_s", 0.0)),
     )

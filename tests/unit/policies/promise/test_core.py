@@ -8,7 +8,7 @@ import pytest
 
 from app.policies.base import PolicyError
 from app.policies.promise import core
-from app.policies.promise.estimator import Estimator, Outcome
+from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome, rebuild
 from app.policies.promise.signature import Keys
 
 K = Keys("sig", "ut", "q")
@@ -82,7 +82,11 @@ def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earli
     job = core.WaitingJob("late", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     (d,) = core.admit([job], [], free=10, capacity=10, now_s=20.0, estimator=est, params=P)
     assert d.action == "drop" and d.earliest_finish_s == pytest.approx(120.0)
-    assert "cannot finish by its deadline 100" in d.reason
+    # times in the reason are relative to the round (live, absolute ones are epoch seconds)
+    assert d.reason.startswith(
+        "cannot finish by its deadline now+80.0s: at best 4 vcores from now+0.0s finish at "
+        "now+100.0s"
+    )
 
 
 def test_a_job_that_fits_once_running_jobs_end_waits_with_an_eta() -> None:
@@ -175,6 +179,23 @@ def test_start_up_is_planned_before_the_first_task() -> None:
     (d,) = core.admit([late], [running], free=0, capacity=4, now_s=10.0, estimator=est, params=P)
     # it starts when those 4 vcores free at 70 s and ends after its own start-up and one wave
     assert (d.action, d.start_s, d.finish_s) == ("queue", 70.0, 190.0)
+
+
+def test_a_new_sidecar_plans_the_start_up_prior_before_it_knows_any() -> None:
+    # 3 tasks whose bound is 8.95 s each and a 30 s deadline: 3 waves on one container end at
+    # 26.85 s if tasks start at admission; with the 10 s start-up prior 2 waves fit, on 2
+    runs = [Outcome(K, tasks=3, work=26.85, deadline_s=30.0, max_cpus=3) for _ in range(3)]
+    job = core.WaitingJob("a", tasks=3, deadline_s=30.0, submitted_s=0.0, keys=K)
+    grants = {}
+    for prior in (0.0, 10.0):
+        est = rebuild(runs, EstimatorParams(startup_s=prior))
+        (d,) = core.admit([job], [], free=8, capacity=8, now_s=0.0, estimator=est, params=P)
+        grants[prior] = (d.action, d.cpus, round(d.finish_s or 0, 2))
+    assert grants == {0.0: ("admit", 1, 26.85), 10.0: ("admit", 2, 27.9)}
+    # with no history at all a job is still admitted at full parallelism, due at its deadline
+    est = Estimator(EstimatorParams(startup_s=10.0))
+    (d,) = core.admit([job], [], free=8, capacity=8, now_s=0.0, estimator=est, params=P)
+    assert (d.action, d.cpus, d.finish_s, d.source) == ("admit", 3, 30.0, "bootstrap")
 
 
 def _one_task_runs(*works: float) -> Estimator:

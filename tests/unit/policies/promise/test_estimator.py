@@ -31,6 +31,11 @@ def test_nearest_rank_quantile() -> None:
 def test_bootstrap_is_the_whole_deadline_at_full_parallelism() -> None:
     e = Estimator().estimate(A, tasks=8, deadline_s=50.0, max_cpus=4)
     assert (e.upper, e.source) == (200.0, "bootstrap")
+    # after the start-up bound: still just feasible from submission, as the thesis assumes
+    e = Estimator(EstimatorParams(startup_s=10.0)).estimate(A, 8, 50.0, 4)
+    assert (e.upper, e.overhead_s, e.source) == (160.0, 10.0, "bootstrap")
+    e = Estimator(EstimatorParams(startup_s=60.0)).estimate(A, 8, 50.0, 4)
+    assert e.upper == 200.0  # no time left after its start-up: infeasible, not free
 
 
 def test_ratio_bound_comes_from_the_most_specific_key_with_enough_runs() -> None:
@@ -135,6 +140,24 @@ def test_start_up_comes_from_the_most_specific_key_with_enough_runs() -> None:
     assert est.entries()["sigA"]["overhead_s_upper"] == 9.0
     # the work bound is unaffected by start-up
     assert est.estimate(A, 2, 100.0, 2).upper == pytest.approx(40.0)
+
+
+def test_the_start_up_prior_holds_until_enough_start_ups_are_known() -> None:
+    # 0.75 needs 3 start-ups for its quantile to be one of them (0.75 / 0.25)
+    est = Estimator(EstimatorParams(min_samples=1, quantile=0.75, startup_s=10.0))
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 10.0  # nothing known: the prior
+    est.learn(_o(A, 40.0))  # a foreign app teaches no start-up
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 10.0
+    est.learn(Outcome(A, 2, 40.0, 100.0, max_cpus=2, overhead_s=4.0))
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 10.0  # one of 3 seen: no less than 10
+    est.learn(Outcome(B, 2, 40.0, 100.0, max_cpus=2, overhead_s=25.0))
+    assert est.estimate(B, 2, 100.0, 2).overhead_s == 25.0  # a longer one seen counts
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 10.0
+    est.learn(Outcome(A, 2, 40.0, 100.0, max_cpus=2, overhead_s=5.0))
+    # three seen: learned alone (A's own 0.75 quantile of 4 and 5), below the prior
+    assert est.estimate(A, 2, 100.0, 2).overhead_s == 5.0
+    with pytest.raises(PolicyError, match="startup_s"):
+        EstimatorParams(startup_s=-1.0)
 
 
 def test_works_is_the_distribution_the_bound_is_a_quantile_of() -> None:
