@@ -259,6 +259,12 @@ class EstimatorOut(BaseModel):
         description="Promise policy only: vcores the deadline queue must keep (admitted grants "
         "plus their ApplicationMaster containers).",
     )
+    startup: dict[str, Any] | None = Field(
+        None,
+        description="Promise policy only: the start-up prior (prior_s) planned at least while "
+        "fewer of the sidecar's own start-ups were seen than the quantile needs (seen, needed, "
+        "prior_holds).",
+    )
 
 
 class ObservationOut(BaseModel):

@@ -78,6 +78,8 @@ async def test_post_answers_with_an_eta_and_books_the_am_container(db: Db) -> No
         assert detail["eta"]["earliest_finish_s"] > eta["finish_s"]
         est = (await client.get("/estimator")).json()
         assert est["policy"] == "promise" and est["admitted_floor_vcores"] == 5
+        # no sidecar job has finished: the start-up prior holds until 19 are known (at 0.95)
+        assert est["startup"] == {"prior_s": 10.0, "seen": 0, "needed": 19, "prior_holds": True}
 
 
 async def test_a_job_that_cannot_finish_is_refused_with_its_earliest_finish(db: Db) -> None:

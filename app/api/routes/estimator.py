@@ -69,6 +69,7 @@ def _promise_view(session: Session, cfg: AdmissionConfig) -> dict[str, Any]:
         "policy": "promise",
         "signatures": est.entries() if est is not None else {},
         "prediction_error": est.totals() if est is not None else None,
+        "startup": est.startup() if est is not None else None,
         "admitted_floor_vcores": admitted_floor(session, values),
     }
 

@@ -368,6 +368,16 @@ class Estimator:
             }
         return out
 
+    def startup(self) -> dict[str, float | int | bool]:
+        """The start-up prior and whether it still holds: start-ups seen against those the
+        quantile needs (for ``GET /estimator``)."""
+        return {
+            "prior_s": self.params.startup_s,
+            "seen": self._overheads,
+            "needed": self._support,
+            "prior_holds": self._overheads < self._support and self.params.startup_s > 0,
+        }
+
     def totals(self) -> dict[str, float | int | None]:
         """Errors over all signatures together."""
         n = sum(s.errors for s in self._series.values())

@@ -156,6 +156,7 @@ def test_the_start_up_prior_holds_until_enough_start_ups_are_known() -> None:
     est.learn(Outcome(A, 2, 40.0, 100.0, max_cpus=2, overhead_s=5.0))
     # three seen: learned alone (A's own 0.75 quantile of 4 and 5), below the prior
     assert est.estimate(A, 2, 100.0, 2).overhead_s == 5.0
+    assert est.startup() == {"prior_s": 10.0, "seen": 3, "needed": 3, "prior_holds": False}
     with pytest.raises(PolicyError, match="startup_s"):
         EstimatorParams(startup_s=-1.0)
 
