@@ -78,6 +78,9 @@ class AdmissionConfig:
     # The admission policy (``app.policies.registry``); None: the one ``params`` or ``promise``
     # describe (``policy_of``).
     policy: AdmissionPolicy | None = None
+    # The settings' value of every admission parameter: what a policy chosen at run time
+    # (``PUT /admission``) takes for those its request leaves out, as the settings' policy does.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +137,23 @@ def config_from_settings(settings: Settings) -> AdmissionConfig:
         settings.cluster_name,
         settings.mode.value,
         deadline_queue=settings.deadline_queue,
+        defaults=_policy_settings(settings),
     )
     spec = registry.lookup(settings.admission_policy, "admission_policy")
-    known = {p.name for p in spec.params}
-    values = {k: v for k, v in _policy_settings(settings).items() if k in known}
+    values = policy_values(base, spec.name, {}, "admission_policy")
     return with_policy(base, registry.admission_policy(spec.name, values, "admission_policy"))
+
+
+def policy_values(
+    cfg: AdmissionConfig, name: str, params: Mapping[str, Any], field_name: str = "policy"
+) -> dict[str, Any]:
+    """``params`` over the settings' values of the parameters policy ``name`` declares: a
+    policy chosen at run time keeps what the operator configured (Promise's ApplicationMaster
+    container and start-up prior, Justice's drop threshold) unless the request changes it,
+    instead of falling back to the simulator's defaults."""
+    spec = registry.lookup(name, field_name)
+    known = {p.name for p in spec.params}
+    return {**{k: v for k, v in cfg.defaults.items() if k in known}, **params}
 
 
 def _justice_settings(settings: Settings) -> dict[str, Any]:

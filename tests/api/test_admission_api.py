@@ -109,6 +109,9 @@ async def test_the_next_round_runs_the_new_policy(served: Served) -> None:
     assert first.get("eta") is None
     r = await served.anon.put("/admission", json={"policy": "promise"}, headers=h)
     assert r.status_code == 200
+    # what the request leaves out is the settings' (the live defaults: one AM container booked
+    # per job, the 10 s start-up prior), not the simulator's 0 and 0
+    assert (r.json()["params"]["am_containers"], r.json()["params"]["startup_s"]) == (1, 10.0)
     second = (await served.anon.post("/jobs", json=_job("b"), headers=h)).json()
     # Promise answers with its ETA and records its name on the decision and the round
     assert second["decision"]["policy"] == "promise"

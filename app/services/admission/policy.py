@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.db import jobs_repo, repo
 from app.db.models import Decision
 from app.db.session import transaction
-from app.jobs.rounds import AdmissionConfig, policy_of, with_policy
+from app.jobs.rounds import AdmissionConfig, policy_of, policy_values, with_policy
 from app.policies import registry
 from app.policies.base import PolicyError
 from app.services.admission.common import ServiceState
@@ -62,7 +62,7 @@ class PolicyChoice(ServiceState):
     def set_policy(self, name: str, params: Mapping[str, Any], now_ms: int) -> AdmissionConfig:
         """``PUT /admission``: validate through the registry (``PolicyError`` naming ``policy``
         or ``params.<name>``), store it and record the change in the audit trail."""
-        policy = registry.admission_policy(name, params)
+        policy = registry.admission_policy(name, policy_values(self.default_cfg, name, params))
         with self._db_lock, transaction(self.sessions) as session:
             previous = self.current_cfg(session)
             old = policy_of(previous)
