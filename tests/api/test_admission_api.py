@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from app.db import jobs_repo
 from app.main import create_app
 from app.settings import Settings
 from tests.api.test_auth import Served, _serve
@@ -124,3 +125,20 @@ async def test_the_next_round_runs_the_new_policy(served: Served) -> None:
     assert r.status_code == 200
     third = (await served.anon.post("/jobs", json=_job("c"), headers=h)).json()
     assert third["decision"]["policy"] == "pythia"
+
+
+async def test_a_choice_stored_before_a_parameter_existed_takes_the_settings_value(db: Db) -> None:
+    # stored by an earlier version, which had no start-up prior
+    with db.sessions.begin() as s:
+        jobs_repo.save_admission_setting(s, "test", "promise", {"quantile": 0.9}, now_ms=1)
+    settings = Settings(
+        database_url=db.url, cluster_name="test", promise_startup_s=7.0, promise_am_containers=2
+    )
+    app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sidecar") as client:
+            body = (await client.get("/admission")).json()
+    assert (body["policy"], body["source"]) == ("promise", "operator")
+    params = body["params"]
+    assert (params["quantile"], params["startup_s"], params["am_containers"]) == (0.9, 7.0, 2)

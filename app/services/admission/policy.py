@@ -48,7 +48,9 @@ class PolicyChoice(ServiceState):
         if known is not None and known[0] == key:
             return known[1], key
         try:
-            policy = registry.admission_policy(row.policy, row.params)
+            # a parameter added by an upgrade after the choice was stored: the settings' value
+            values = policy_values(self.default_cfg, row.policy, row.params)
+            policy = registry.admission_policy(row.policy, values)
         except PolicyError as exc:
             self.log.error("stored admission policy %r is invalid (%s)", row.policy, exc)
             return self.default_cfg, None
