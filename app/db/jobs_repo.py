@@ -291,6 +291,21 @@ def holding_inputs(session: Session) -> tuple[list[justice.RunningJob], int]:
     return running, count
 
 
+def holding_jobs(session: Session) -> list[justice.RunningJob]:
+    """The CPU-holding jobs alone (``holding_inputs`` without the count): what a submission's
+    incremental round reads, whose cost must not grow with the queue (counting 10,000 queued
+    rows took 2 to 3 ms of every submission batch on PostgreSQL)."""
+    stmt = (
+        select(*_ADMISSION_COLUMNS)
+        .where(Job.state.in_(list(HOLDING_STATES)))
+        .order_by(Job.submitted_ms, Job.id)
+    )
+    return [
+        justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
+        for job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt)
+    ]
+
+
 def count_queued(session: Session) -> int:
     """Jobs waiting for admission."""
     return int(session.scalar(select(func.count()).where(Job.state == QUEUED)) or 0)

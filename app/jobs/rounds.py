@@ -33,7 +33,8 @@ against the running jobs, exactly as a round over every waiting job would decide
 is due, or anything in the mark changed, it runs the full round. What it leaves to the next full
 round (every service tick) is dropping older waiting jobs whose deadline has become unreachable,
 which frees nothing. The new jobs of such a round are decided from the rows in memory and
-inserted with their decisions: it reads only the holding jobs and the number waiting. A
+inserted with their decisions: it reads only the holding jobs, not even the number waiting
+(counting 10,000 queued rows was 2 to 3 ms of every submission; ticks record it). A
 service tick that finds the mark intact ranks the waiting jobs before taking the admission lock
 (``app.jobs.tick_round``). And a full round reads only the waiting jobs it can change
 (``selected_waiting``): those the policy could drop now or whose request fits in the CPUs free.
@@ -292,8 +293,9 @@ def admission_round(
         )
     unstored: dict[str, Job] = {}
     numbers_evaluated: int | None = None
+    waiting_count: int | None = None
     if partial is not None:
-        waiting, running, free, result.decisions, waiting_count = partial
+        waiting, running, free, result.decisions = partial
         result.incremental = True
         unstored = {job.id: job for job in new_jobs}
     else:
@@ -317,14 +319,15 @@ def admission_round(
         left = free + sum(d.cpus for d in result.decisions if d.action == "kill")
         left -= sum(d.cpus for d in result.decisions if d.action == "admit")
         result.mark = RoundMark(key, left)
-    numbers = {
+    numbers: dict[str, Any] = {
         "trigger": trigger,
         "capacity": result.capacity,
         "free_cpus": free,
-        "waiting": waiting_count,
         "running": len(running),
         "estimator": estimator_summary(state, cfg.params),
     }
+    if waiting_count is not None:
+        numbers["waiting"] = waiting_count
     if result.incremental:
         numbers["evaluated"] = len(waiting)  # the new submissions only (module docstring)
     elif numbers_evaluated is not None:
@@ -422,33 +425,31 @@ def _incremental(
     now_ms: int,
     state: EstimatorState,
     new_jobs: Sequence[Job] = (),
-) -> tuple[list[justice.Job], list[justice.RunningJob], int, list[justice.Decision], int] | None:
-    """The new jobs decided alone with the count of queued jobs, or ``None`` when the full round
-    is needed (free CPUs grew since the mark, or a running job is due to be killed).
+) -> tuple[list[justice.Job], list[justice.RunningJob], int, list[justice.Decision]] | None:
+    """The new jobs decided alone, or ``None`` when the full round is needed (free CPUs grew
+    since the mark, or a running job is due to be killed).
 
     ``new_jobs`` (not yet inserted; their ids are ``new_ids``): taken from memory as
     ``admission_inputs`` would read them back (queued, in submission order), so only the
-    holding jobs and the count are read."""
+    holding jobs are read. The queue is not counted: the decision does not depend on it, and
+    counting it was the one part of a submission that grew with the queue (ticks and full
+    rounds record it)."""
     if new_jobs:
-        running, stored = jobs_repo.holding_inputs(session)
+        running = jobs_repo.holding_jobs(session)
         ordered = sorted(new_jobs, key=lambda job: (job.submitted_ms, job.id))
         waiting = [
             justice.Job(job.id, job.requested_tasks, job.deadline_s, job.submitted_ms / 1000)
             for job in ordered
         ]
-        queued = stored + len(waiting)
     else:
         waiting, running = jobs_repo.admission_inputs(session, queued_ids=new_ids)
-        queued = -1  # counted below, once the round is known to be incremental
     free = max(capacity - policy.booked(running), 0)
     if free > since.free_end:
         return None
     decisions = list(policy.admit(waiting, running, free, capacity, now_ms / 1000, state))
     if any(d.action == "kill" for d in decisions):
         return None
-    if queued < 0:
-        queued = jobs_repo.count_queued(session)
-    return waiting, running, free, decisions, queued
+    return waiting, running, free, decisions
 
 
 def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:

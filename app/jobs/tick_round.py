@@ -71,7 +71,7 @@ def snapshot(
     if key != since.key:
         return None
     state = EstimatorState.from_dict(row.state)
-    running, _ = jobs_repo.holding_inputs(session)
+    running = jobs_repo.holding_jobs(session)
     free = max(cap - policy.booked(running), 0)
     if free > since.free_end:
         return None
