@@ -236,7 +236,7 @@ class ControllerPolicy:
 
 
 _PlanKey = tuple[object, ...]
-_PLANS_KEPT = 4096  # a bound on memory in long runs; a miss only recomputes
+_PLANS_KEPT = 64  # a bound on memory; LTRF repeats recent plans, so a miss is rare
 
 
 def _plan_key(
