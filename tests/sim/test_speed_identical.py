@@ -254,6 +254,29 @@ def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
     assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
 
 
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:JS", "ltrf"])
+def test_the_pool_sorted_from_the_last_order_is_sorted_afresh(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sorts: list[int] = []
+    tally_pool = Simulation._tally_pool
+
+    def checked(self: Simulation) -> Any:
+        out = tally_pool(self)
+        pool = self._cluster.pool
+        n = pool.n
+        # the replaced code: the pool's keys sorted from scratch
+        fresh = (pool.qix[:n] * len(self._jobs) + pool.arrival[:n]).argsort(kind="stable")
+        assert np.array_equal(self._pool_order, fresh)
+        sorts.append(n)
+        return out
+
+    monkeypatch.setattr(Simulation, "_tally_pool", checked)
+    for workload in _WORKLOADS.values():
+        _everything(policy, "fluid", workload)
+    assert len(sorts) > 100 and max(sorts) > 10
+
+
 def _reference_floors_for(self: ControllerPolicy, total: ClusterTotals) -> control_floors.Floors:
     # The replaced code: the floors computed afresh at every tick.
     return control_floors.compute(
