@@ -88,6 +88,27 @@ def _entitled(queue: str, point: SamplePoint | None, state: ltrf.LtrfState) -> b
     return busy or state.counted.get(queue, 0.0) > 0
 
 
+def rectangle(
+    state: ltrf.LtrfState,
+    here: Poll,
+    dt_s: float,
+    weights: Mapping[str, float],
+    discount: float,
+    lending: str = lending_rule.USED,
+) -> tuple[ltrf.LtrfState, dict[str, float], dict[str, float], lending_rule.Loans]:
+    """One rectangle of ``integrate``: ``here``'s usage held for ``dt_s`` seconds. Returns the new
+    state with the usage, entitlements and loans it was counted from (the rows' amounts).
+
+    The simulator advances its ledger one rectangle per tick and reads only the state, so it
+    calls this directly instead of building rows nobody reads."""
+    used = {q: here.points[q].used_vcores if q in here.points else 0.0 for q in weights}
+    members = [q for q in weights if _entitled(q, here.points.get(q), state)]
+    ent = ltrf.entitlements(weights, members, here.total.vcores)
+    loans = lending_rule.loans(used, ent, lending)
+    state = ltrf.account_usage(state, used, ent, dt_s, discount, loans.debt_rate(weights))
+    return state, used, ent, loans
+
+
 def integrate(
     state: ltrf.LtrfState,
     polls: Sequence[Poll],
@@ -117,11 +138,7 @@ def integrate(
             gaps += dt_ms / 1000
             continue
         dt_s = dt_ms / 1000
-        used = {q: here.points[q].used_vcores if q in here.points else 0.0 for q in weights}
-        members = [q for q in weights if _entitled(q, here.points.get(q), state)]
-        ent = ltrf.entitlements(weights, members, here.total.vcores)
-        loans = lending_rule.loans(used, ent, lending)
-        state = ltrf.account_usage(state, used, ent, dt_s, discount, loans.debt_rate(weights))
+        state, used, ent, loans = rectangle(state, here, dt_s, weights, discount, lending)
         for q in weights:
             usage[q] += used[q] * dt_s
             entitled[q] += ent[q] * dt_s

@@ -31,9 +31,10 @@ from app.control import config
 from app.control import floors as control_floors
 from app.control.budget import format_hundredths
 from app.control.decide import run_policy
-from app.control.ledger import LedgerState, Poll, integrate
-from app.control.plan import plan_outcome
+from app.control.ledger import LedgerState, Poll, rectangle
+from app.control.plan import Plan, plan_outcome
 from app.domain.observation import ClusterTotals, PolicyInputs, QueueInputs, SamplePoint
+from app.domain.outcome import PolicyOutcome
 from app.policies import registry
 from app.policies.rounding import capacity_hundredths
 from app.sim.runner import QueueDecision, QueueObservation
@@ -120,6 +121,10 @@ class ControllerPolicy:
         self.state: Mapping[str, Any] = {}
         self._floors: dict[tuple[float, float], control_floors.Floors] = {}  # by cluster size
         self._last_t: float | None = None
+        # ``plan_outcome`` is a pure function of the shares, the live values and the cluster's
+        # size (the rest is fixed by the configuration), and policies such as LTRF decide the
+        # same shares tick after tick: most ticks are a plan already made.
+        self._plans: dict[_PlanKey, Plan] = {}
         # What the simulated CapacityScheduler holds: equal capacities summing to exactly 100 until
         # the first plan is applied, as the live queues hold before the controller's first push.
         equal = capacity_hundredths({q: 1.0 for q in self.queues}, {})
@@ -148,15 +153,22 @@ class ControllerPolicy:
             self.state = outcome.state
         cluster = {"vcores": total.vcores, "memory": total.memory_mb}
         floors = self._floors_for(total)
-        step = plan_outcome(
-            outcome,
-            self.live,
-            bounds=self.cfg.bounds,
-            max_step_pp=self.cfg.max_step_pp,
-            min_change_pp=self.cfg.min_change_pp,
-            total=cluster,
-            floors=floors,
-        )
+        key = _plan_key(outcome, self.live, cluster)
+        step = self._plans.get(key) if key is not None else None
+        if step is None:
+            step = plan_outcome(
+                outcome,
+                self.live,
+                bounds=self.cfg.bounds,
+                max_step_pp=self.cfg.max_step_pp,
+                min_change_pp=self.cfg.min_change_pp,
+                total=cluster,
+                floors=floors,
+            )
+            if key is not None:
+                if len(self._plans) >= _PLANS_KEPT:
+                    self._plans.clear()
+                self._plans[key] = step
         if step.push:
             self.live = step.expected()
         shares = self._fractions("capacity", capacity)
@@ -188,7 +200,7 @@ class ControllerPolicy:
         self, now: float, observed: Mapping[str, QueueObservation], total: ClusterTotals
     ) -> None:
         """The interval's mean usage held over ``[last, now)``: one rectangle of
-        ``app.control.ledger.integrate``."""
+        ``app.control.ledger.integrate`` (``ledger.rectangle``)."""
         if self._last_t is not None and now > self._last_t:
             points = {
                 q: SamplePoint(
@@ -199,15 +211,19 @@ class ControllerPolicy:
                 for q, o in observed.items()
                 if q in self.queues
             }
-            polls = [
-                Poll(int(self._last_t * 1000), total, points),
-                Poll(int(now * 1000), total, {}),
-            ]
-            step = integrate(
-                self.ledger, polls, self._weights, self._discount, _NO_GAP_LIMIT_MS, self._lending
-            )
-            if step is not None:
-                self.ledger = step.state
+            start_ms = int(self._last_t * 1000)
+            dt_ms = int(now * 1000) - start_ms
+            # ``integrate`` over these two polls is this one rectangle; its rows (a tenth of a
+            # tick's time) are not read here.
+            if 0 < dt_ms <= _NO_GAP_LIMIT_MS:
+                self.ledger = rectangle(
+                    self.ledger,
+                    Poll(start_ms, total, points),
+                    dt_ms / 1000,
+                    self._weights,
+                    self._discount,
+                    self._lending,
+                )[0]
         self._last_t = now
 
     def _fractions(self, key: str, capacity: int) -> dict[str, float]:
@@ -217,6 +233,28 @@ class ControllerPolicy:
             value = values.get(key, "100.00")
             out[q] = _vcores(value) / capacity if value.startswith("[") else float(value) / 100
         return out
+
+
+_PlanKey = tuple[object, ...]
+_PLANS_KEPT = 64  # a bound on memory; LTRF repeats recent plans, so a miss is rare
+
+
+def _plan_key(
+    outcome: PolicyOutcome, live: Mapping[str, Mapping[str, str]], cluster: Mapping[str, float]
+) -> _PlanKey | None:
+    """What ``plan_outcome`` reads of a percentage outcome, as a dictionary key; None for any
+    other outcome (absolute amounts, no shares), which is planned every time. Shares are keyed
+    by their exact bits (``float.hex``): ``-0.0 == 0.0`` but is not the same input."""
+    if outcome.amounts is not None or outcome.shares is None:
+        return None
+    return (
+        tuple((q, s.hex()) for q, s in outcome.shares.items()),
+        tuple((q, tuple(values.items())) for q, values in live.items()),
+        outcome.no_borrowing,
+        outcome.min_change_applies,
+        cluster["vcores"],
+        cluster["memory"],
+    )
 
 
 def _busy(o: QueueObservation | None) -> bool:

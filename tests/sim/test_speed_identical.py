@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -15,11 +16,12 @@ import pytest
 from app.control import drift, plan
 from app.control import floors as control_floors
 from app.control.budget import Bounds, format_hundredths
+from app.control.ledger import Poll, integrate
 from app.control.plan import Limits
-from app.domain.observation import ClusterTotals
+from app.domain.observation import ClusterTotals, SamplePoint
 from app.policies import rounding
 from app.policies.base import PolicyError
-from app.sim import experiment, metrics, trace
+from app.sim import experiment, metrics, queue_policies, trace
 from app.sim.cluster import ClusterSpec, level_for_counts
 from app.sim.jobs import JobRun, Status
 from app.sim.queue_policies import ControllerPolicy, make_queue_policy
@@ -252,6 +254,29 @@ def test_the_live_tally_from_the_pool_arrays_is_identical_to_the_one_pass_loop(
     assert len(ticks) > 100 and max(ticks) > 1  # it compared, over several queues
 
 
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:JS", "ltrf"])
+def test_the_pool_sorted_from_the_last_order_is_sorted_afresh(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sorts: list[int] = []
+    tally_pool = Simulation._tally_pool
+
+    def checked(self: Simulation) -> Any:
+        out = tally_pool(self)
+        pool = self._cluster.pool
+        n = pool.n
+        # the replaced code: the pool's keys sorted from scratch
+        fresh = (pool.qix[:n] * len(self._jobs) + pool.arrival[:n]).argsort(kind="stable")
+        assert np.array_equal(self._pool_order, fresh)
+        sorts.append(n)
+        return out
+
+    monkeypatch.setattr(Simulation, "_tally_pool", checked)
+    for workload in _WORKLOADS.values():
+        _everything(policy, "fluid", workload)
+    assert len(sorts) > 100 and max(sorts) > 10
+
+
 def _reference_floors_for(self: ControllerPolicy, total: ClusterTotals) -> control_floors.Floors:
     # The replaced code: the floors computed afresh at every tick.
     return control_floors.compute(
@@ -271,6 +296,77 @@ def test_floors_computed_once_per_size_change_nothing(
     fast = _everything(policy, "fluid", _WORKLOADS["three queues"])
     monkeypatch.setattr(ControllerPolicy, "_floors_for", _reference_floors_for)
     assert _everything(policy, "fluid", _WORKLOADS["three queues"]) == fast
+
+
+def _reference_account(
+    self: ControllerPolicy, now: float, observed: Mapping[str, QueueObservation], total: Any
+) -> None:
+    # The replaced code: ``ledger.integrate`` over the interval's two polls, rows and all.
+    if self._last_t is not None and now > self._last_t:
+        points = {
+            q: SamplePoint(
+                taken_ms=int(self._last_t * 1000),
+                used_vcores=o.used_vcores,
+                pending_vcores=max(0.0, o.demand_vcores - o.used_vcores),
+            )
+            for q, o in observed.items()
+            if q in self.queues
+        }
+        polls = [
+            Poll(int(self._last_t * 1000), total, points),
+            Poll(int(now * 1000), total, {}),
+        ]
+        step = integrate(self.ledger, polls, self._weights, self._discount, 2**62, self._lending)
+        if step is not None:
+            self.ledger = step.state
+    self._last_t = now
+
+
+@pytest.mark.parametrize("policy", ["fawkes:TD", "ltrf", "mlrf", "rrf"])
+def test_the_ledger_one_rectangle_at_a_time_is_identical_to_integrate(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast_account = ControllerPolicy._account
+    ledgers: list[Any] = []
+
+    def both(
+        self: ControllerPolicy, now: float, observed: Mapping[str, QueueObservation], total: Any
+    ) -> None:
+        ledger, last = self.ledger, self._last_t
+        _reference_account(self, now, observed, total)
+        want = self.ledger
+        self.ledger, self._last_t = ledger, last
+        fast_account(self, now, observed, total)
+        assert self.ledger == want  # every counted usage, debt and total to the last bit
+        ledgers.append(self.ledger)
+
+    monkeypatch.setattr(ControllerPolicy, "_account", both)
+    for workload in _WORKLOADS.values():
+        _everything(policy, "fluid", workload)
+    assert len(ledgers) > 100 and any(ledger.debt for ledger in ledgers)
+
+
+@pytest.mark.parametrize("policy", ["fawkes:TD", "fawkes:None", "ltrf", "proportional", "rrf"])
+def test_plans_remembered_by_their_inputs_change_nothing(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[int] = []
+    plan_outcome = queue_policies.plan_outcome
+
+    def counted(*args: Any, **kwargs: Any) -> plan.Plan:
+        made.append(1)
+        return plan_outcome(*args, **kwargs)
+
+    monkeypatch.setattr(queue_policies, "plan_outcome", counted)
+    fast = [_everything(policy, "fluid", w) for w in _WORKLOADS.values()]
+    reused = len(made)
+    # the reference: every tick planned afresh
+    monkeypatch.setattr(queue_policies, "_plan_key", lambda *args: None)
+    made.clear()
+    slow = [_everything(policy, "fluid", w) for w in _WORKLOADS.values()]
+    assert fast == slow  # exact: every end time, headline number, series and step
+    if policy == "ltrf":
+        assert reused < len(made) / 2  # most of its ticks repeat a plan
 
 
 def _rounding_case(rnd: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
