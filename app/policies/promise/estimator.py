@@ -34,8 +34,8 @@ no start-up (their grants, hence their waves, are unknown), so a new sidecar kno
 has seen as many start-ups as its quantile needs (``_support``, 19 at 0.95) the bound is at least
 ``startup_s``, the prior the operator configures (10 s live, 0 in the simulator). Without it the
 first burst a sidecar admits is planned as if tasks started at admission: on the real mini
-cluster a 3-task job promised 3 waves of 8.95 s for its 30 s deadline took 29.4 s, and missed on a
-busier machine (start-ups there were 4 to 5 s).
+cluster, whose start-ups take 4 to 5 s, a 3-task job promised 3 waves of 8.95 s for its 30 s
+deadline took 29.4 s, and missed in a run on a busier machine.
 
 Errors: before a completion is added, the point prediction it would have had is compared with the
 real work; per signature the estimator counts predictions off by 2x or more (3Sigma's measure) and
