@@ -210,6 +210,13 @@ _ADMISSION_COLUMNS = (
 )  # fmt: skip
 
 
+def _running(
+    job_id: str, tasks: int, deadline_s: float, submitted_ms: int, cpus: int | None
+) -> justice.RunningJob:
+    """A CPU-holding job's row as the policies take it."""
+    return justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
+
+
 def admission_inputs(
     session: Session, queued_ids: Sequence[str] | None = None
 ) -> tuple[list[justice.Job], list[justice.RunningJob]]:
@@ -229,9 +236,7 @@ def admission_inputs(
         if state == QUEUED:
             waiting.append(justice.Job(job_id, tasks, deadline_s, submitted_ms / 1000))
         else:
-            running.append(
-                justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
-            )
+            running.append(_running(job_id, tasks, deadline_s, submitted_ms, cpus))
     return waiting, running
 
 
@@ -285,9 +290,7 @@ def holding_inputs(session: Session) -> tuple[list[justice.RunningJob], int]:
     for n, job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt):
         count = int(n)
         if job_id is not None:
-            running.append(
-                justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
-            )
+            running.append(_running(job_id, tasks, deadline_s, submitted_ms, cpus))
     return running, count
 
 
@@ -301,7 +304,7 @@ def holding_jobs(session: Session) -> list[justice.RunningJob]:
         .order_by(Job.submitted_ms, Job.id)
     )
     return [
-        justice.RunningJob(job_id, tasks, deadline_s, submitted_ms / 1000, cpus or 0)
+        _running(job_id, tasks, deadline_s, submitted_ms, cpus)
         for job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt)
     ]
 

@@ -202,15 +202,7 @@ class ControllerPolicy:
         """The interval's mean usage held over ``[last, now)``: one rectangle of
         ``app.control.ledger.integrate`` (``ledger.rectangle``)."""
         if self._last_t is not None and now > self._last_t:
-            points = {
-                q: SamplePoint(
-                    taken_ms=int(self._last_t * 1000),
-                    used_vcores=o.used_vcores,
-                    pending_vcores=max(0.0, o.demand_vcores - o.used_vcores),
-                )
-                for q, o in observed.items()
-                if q in self.queues
-            }
+            points = self._points(self._last_t, observed)
             start_ms = int(self._last_t * 1000)
             dt_ms = int(now * 1000) - start_ms
             # ``integrate`` over these two polls is this one rectangle; its rows (a tenth of a
@@ -225,6 +217,18 @@ class ControllerPolicy:
                     self._lending,
                 )[0]
         self._last_t = now
+
+    def _points(self, t: float, observed: Mapping[str, QueueObservation]) -> dict[str, SamplePoint]:
+        """The controlled queues' usage at ``t`` as the live poller records it."""
+        return {
+            q: SamplePoint(
+                taken_ms=int(t * 1000),
+                used_vcores=o.used_vcores,
+                pending_vcores=max(0.0, o.demand_vcores - o.used_vcores),
+            )
+            for q, o in observed.items()
+            if q in self.queues
+        }
 
     def _fractions(self, key: str, capacity: int) -> dict[str, float]:
         """A value the simulated scheduler holds per queue, as a fraction of the cluster."""

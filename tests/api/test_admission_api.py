@@ -4,6 +4,7 @@ same role, validation, audit and persistence as ``PUT /policy``, and the next ro
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -87,16 +88,23 @@ async def test_the_choice_is_audited_and_survives_a_restart(db: Db) -> None:
         assert detail["inputs"]["scope"] == "admission"
     # a new process over the same database (no tokens: it runs without authentication)
     settings = Settings(database_url=db.url, cluster_name="test", deadline_capacity_vcores=8)
+    async with _unauthenticated(settings) as client:
+        body = (await client.get("/admission")).json()
+        assert (body["policy"], body["source"]) == ("pythia", "operator")
+        assert body["params"]["drop_threshold"] == 50
+        # and its rounds run it
+        r = await client.post("/jobs", json=_job("after-restart"))
+        assert r.json()["decision"]["policy"] == "pythia"
+
+
+@asynccontextmanager
+async def _unauthenticated(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a sidecar without tokens (and without loops) on ``settings``."""
     app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://sidecar") as client:
-            body = (await client.get("/admission")).json()
-            assert (body["policy"], body["source"]) == ("pythia", "operator")
-            assert body["params"]["drop_threshold"] == 50
-            # and its rounds run it
-            r = await client.post("/jobs", json=_job("after-restart"))
-            assert r.json()["decision"]["policy"] == "pythia"
+            yield client
 
 
 def _refuse(request: httpx.Request) -> httpx.Response:
@@ -134,11 +142,8 @@ async def test_a_choice_stored_before_a_parameter_existed_takes_the_settings_val
     settings = Settings(
         database_url=db.url, cluster_name="test", promise_startup_s=7.0, promise_am_containers=2
     )
-    app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://sidecar") as client:
-            body = (await client.get("/admission")).json()
+    async with _unauthenticated(settings) as client:
+        body = (await client.get("/admission")).json()
     assert (body["policy"], body["source"]) == ("promise", "operator")
     params = body["params"]
     assert (params["quantile"], params["startup_s"], params["am_containers"]) == (0.9, 7.0, 2)

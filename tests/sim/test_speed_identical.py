@@ -18,7 +18,7 @@ from app.control import floors as control_floors
 from app.control.budget import Bounds, format_hundredths
 from app.control.ledger import Poll, integrate
 from app.control.plan import Limits
-from app.domain.observation import ClusterTotals, SamplePoint
+from app.domain.observation import ClusterTotals
 from app.policies import rounding
 from app.policies.base import PolicyError
 from app.sim import experiment, metrics, queue_policies, trace
@@ -303,15 +303,7 @@ def _reference_account(
 ) -> None:
     # The replaced code: ``ledger.integrate`` over the interval's two polls, rows and all.
     if self._last_t is not None and now > self._last_t:
-        points = {
-            q: SamplePoint(
-                taken_ms=int(self._last_t * 1000),
-                used_vcores=o.used_vcores,
-                pending_vcores=max(0.0, o.demand_vcores - o.used_vcores),
-            )
-            for q, o in observed.items()
-            if q in self.queues
-        }
+        points = self._points(self._last_t, observed)  # unchanged: only the ledger step is new
         polls = [
             Poll(int(self._last_t * 1000), total, points),
             Poll(int(now * 1000), total, {}),

@@ -240,15 +240,16 @@ class Estimator:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
         of them, or any at the global key), and no less than the prior ``startup_s`` while the
         estimator has seen fewer start-ups than its quantile needs (module docstring)."""
+        if not self._overheads:
+            return self.params.startup_s  # the simulator's every estimate: nothing to look up
         learned = 0.0
-        if self._overheads:
-            for key in keys.chain():
-                s = self._series.get(key)
-                if s is not None and (
-                    len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
-                ):
-                    learned = quantile(s.overhead, self.params.quantile)
-                    break
+        for key in keys.chain():
+            s = self._series.get(key)
+            if s is not None and (
+                len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
+            ):
+                learned = quantile(s.overhead, self.params.quantile)
+                break
         if self._overheads < self._support:
             return max(learned, self.params.startup_s)
         return learned
