@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -60,7 +61,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(database_url: str, port: int, log: Path | None = None) -> Iterator[str]:
+def server(
+    database_url: str, port: int, log: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``yarn-sidecar serve`` in a child process until the block ends."""
     env = {
         **os.environ,
@@ -84,7 +87,7 @@ def server(database_url: str, port: int, log: Path | None = None) -> Iterator[st
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_up(base, proc)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         try:
@@ -113,43 +116,120 @@ def _payload(n: int) -> dict[str, object]:
     return {"name": f"bench-{n}", "deadline": 3600, "requested_tasks": 1 + n % 8, "run": RUN}
 
 
-async def _post(client: httpx.AsyncClient, i: int, series: Series, ids: list[str]) -> None:
+class RawClient:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams: what the server is sent and
+    answers is the same as with httpx, at a small fraction of its CPU, so on a small machine the
+    load generator does not take the cores the server is measured on (``--client httpx`` keeps
+    the general-purpose client for comparison)."""
+
+    def __init__(self, base: str, max_connections: int = 200) -> None:
+        host, _, port = base.removeprefix("http://").partition(":")
+        self.host, self.port = host, int(port)
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.slots = asyncio.Semaphore(max_connections)
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+        for name, value in (headers or {}).items():
+            head += f"{name}: {value}\r\n"
+        if body:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        data = head.encode() + b"\r\n" + body
+        async with self.slots:
+            conn = self.idle.pop() if self.idle else None
+            if conn is None:
+                conn = await asyncio.open_connection(self.host, self.port)
+            reader, writer = conn
+            try:
+                writer.write(data)
+                lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+                status = int(lines[0].split(" ", 2)[1])
+                answer = {}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        answer[name.strip().lower()] = value.strip()
+                content = await reader.readexactly(int(answer.get("content-length", "0")))
+            except BaseException:
+                writer.close()
+                raise
+            if answer.get("connection", "").lower() == "close":
+                writer.close()
+            else:
+                self.idle.append(conn)
+        return status, answer, content
+
+    async def aclose(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+
+
+class HttpxClient:
+    """The same requests through ``httpx.AsyncClient``."""
+
+    def __init__(self, base: str) -> None:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        self.client = httpx.AsyncClient(base_url=base, timeout=60, limits=limits)
+
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        if body:
+            headers = {**(headers or {}), "Content-Type": "application/json"}
+        r = await self.client.request(method, path, content=body or None, headers=headers)
+        return r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.content
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+Client = RawClient | HttpxClient
+FAILURES = (httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError)
+
+
+async def _post(client: Client, i: int, series: Series, ids: list[str]) -> None:
     # Every tenth request retries an earlier one: same key, same body (answered 200).
     n = i // 10 * 10 if i % 10 == 9 else i
-    payload, key = _payload(n), f"bench-{n}"
+    body, key = json.dumps(_payload(n)).encode(), f"bench-{n}"
     started = time.perf_counter()
     try:
-        r = await client.post("/jobs", json=payload, headers={"Idempotency-Key": key})
-    except httpx.HTTPError as exc:
+        status, headers, content = await client.request(
+            "POST", "/jobs", body, {"Idempotency-Key": key}
+        )
+    except FAILURES as exc:
         series.fail(type(exc).__name__)
         return
     series.latencies_ms.append((time.perf_counter() - started) * 1000)
-    if r.status_code == 503 and "Retry-After" in r.headers:
+    if status == 503 and "retry-after" in headers:
         series.shed += 1
-    elif r.status_code not in (200, 202):
-        series.fail(f"HTTP {r.status_code}")
+    elif status not in (200, 202):
+        series.fail(f"HTTP {status}")
     else:
-        ids.append(r.json()["id"])
+        ids.append(json.loads(content)["id"])
 
 
-async def _get(client: httpx.AsyncClient, job_id: str, series: Series) -> None:
+async def _get(client: Client, job_id: str, series: Series) -> None:
     started = time.perf_counter()
     try:
-        r = await client.get(f"/jobs/{job_id}")
-    except httpx.HTTPError as exc:
+        status, _, _ = await client.request("GET", f"/jobs/{job_id}")
+    except FAILURES as exc:
         series.fail(type(exc).__name__)
         return
     series.latencies_ms.append((time.perf_counter() - started) * 1000)
-    if r.status_code != 200:
-        series.fail(f"HTTP {r.status_code}")
+    if status != 200:
+        series.fail(f"HTTP {status}")
 
 
-async def run(base: str, rate: float, count: int, max_duration: float) -> dict[str, Series]:
+async def run(
+    base: str, rate: float, count: int, max_duration: float, client_kind: str = "raw"
+) -> dict[str, Series]:
     """Open-loop load: request ``i`` leaves at ``i / rate`` s; POSTs and GETs alternate 3:1."""
     posts, gets = Series(), Series()
     ids: list[str] = []
-    limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
-    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
+    client: Client = RawClient(base) if client_kind == "raw" else HttpxClient(base)
+    try:
         start = time.perf_counter()
         tasks: list[asyncio.Task[None]] = []
         for i in range(count):
@@ -163,8 +243,38 @@ async def run(base: str, rate: float, count: int, max_duration: float) -> dict[s
                 tasks.append(asyncio.create_task(_post(client, i, posts, ids)))
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
+    finally:
+        await client.aclose()
     print(f"sent {len(tasks)} requests in {elapsed:.1f} s ({len(tasks) / elapsed:.1f}/s)")
     return {"POST /jobs": posts, "GET /jobs/{id}": gets}
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; ``None`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured_run(
+    base: str, proc: subprocess.Popen[bytes], args: argparse.Namespace
+) -> dict[str, Series]:
+    """``run`` with the CPU it cost the server and this load generator, per request, printed:
+    on a small machine the two share the cores, so the generator's share is stated."""
+    server_before, client_before = _cpu_s(proc.pid), time.process_time()
+    results = asyncio.run(run(base, args.rate, args.count, args.max_duration, args.client))
+    server_after, client_after = _cpu_s(proc.pid), time.process_time()
+    n = sum(len(s.latencies_ms) + sum(s.failures.values()) for s in results.values()) or 1
+    server_ms = (
+        "n/a"
+        if server_before is None or server_after is None
+        else f"{(server_after - server_before) * 1000 / n:.2f} ms"
+    )
+    client_ms = (client_after - client_before) * 1000 / n
+    print(f"CPU per request: server {server_ms}, load generator ({args.client}) {client_ms:.2f} ms")
+    return results
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -254,6 +364,12 @@ def main() -> None:
     parser.add_argument("--database-url", help="an empty database (default: temp SQLite)")
     parser.add_argument("--server-log", type=Path, help="write the server's log here")
     parser.add_argument("--waiting", help="comma-separated queue sizes, e.g. 100,1000,10000")
+    parser.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="load generator: a minimal keep-alive HTTP/1.1 client (default) or httpx",
+    )
     args = parser.parse_args()
     if args.rate <= 0 or args.count < 1 or args.max_duration <= 0:
         parser.error("--rate, --count and --max-duration must be positive")
@@ -265,10 +381,8 @@ def main() -> None:
                 with database(args.database_url, tmp, str(waiting)) as url:
                     prefill(url, waiting)
                     print(f"{url.split('://', 1)[0]}: {waiting} waiting; rate {args.rate:g}/s")
-                    with server(url, _free_port(), args.server_log) as base:
-                        results = asyncio.run(
-                            run(base, args.rate, args.count, args.max_duration)
-                        )
+                    with server(url, _free_port(), args.server_log) as (base, proc):
+                        results = measured_run(base, proc, args)
                 rows.append((waiting, results))
         print(f"{'waiting':>8} " + table(rows[0][1]).splitlines()[0])
         for waiting, results in rows:
@@ -279,8 +393,8 @@ def main() -> None:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"
         engine = url.split("://", 1)[0]
         print(f"database: {engine}; rate {args.rate:g}/s; at most {args.count} requests")
-        with server(url, _free_port(), args.server_log) as base:
-            results = asyncio.run(run(base, args.rate, args.count, args.max_duration))
+        with server(url, _free_port(), args.server_log) as (base, proc):
+            results = measured_run(base, proc, args)
     print(table(results))
 
 
