@@ -23,10 +23,14 @@ estimate for the next run of a job is learned from the runs of the same job as i
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application
@@ -174,31 +178,59 @@ class ArrivalMeter:
     meter: core.LoadMeter | None = None
     mark_ms: int = 0
     seen: dict[str, int] = field(default_factory=dict)  # ids counted in the late window
+    # The same entries by stamp (a heap, for pruning) and the sum of their stamps: the window's
+    # aggregate is compared with them without walking every counted id each round.
+    _by_stamp: list[tuple[int, str]] = field(default_factory=list)
+    _seen_ms: int = 0
 
     def refresh(
-        self, session: Session, estimator: Estimator, capacity: int, now_ms: int
+        self,
+        session: Session,
+        estimator: Estimator,
+        capacity: int,
+        now_ms: int,
+        fresh: Collection[str] = (),
     ) -> core.Load:
-        """Count the submissions not counted yet and return the rates as of ``now_ms``."""
+        """Count the submissions not counted yet and return the rates as of ``now_ms``.
+
+        ``fresh``: ids of jobs this transaction has just stored (a submission round's own), the
+        likely uncounted ones. The late window is first checked in aggregate (how many jobs it
+        holds and the sum of their stamps, one indexed query) against what was counted: when
+        the difference is exactly the fresh jobs, they are counted from the session; only
+        otherwise (a restart, another replica's submissions, a batch committed late) are the
+        window's ids read. Under a burst of 200 submissions a second the window holds about
+        6,000 counted jobs, and reading their ids took every round tens of milliseconds."""
         if self.meter is None:
             self.meter = core.LoadMeter(self.tau_s)
             self.mark_ms = now_ms - int(_HORIZON_TAUS * self.tau_s * 1000)
-        # Ids first (a narrow index scan): under load the late window holds thousands of jobs
-        # already counted, and only new ones need their whole row for their signature.
-        window = session.execute(
-            select(Job.id, Job.submitted_ms).where(
-                Job.submitted_ms >= self.mark_ms - _LATE_MS, Job.submitted_ms <= now_ms
-            )
-        ).all()
-        new = [job_id for job_id, _ in window if job_id not in self.seen]
-        if not new:
+        low = self.mark_ms - _LATE_MS
+        in_window = Job.submitted_ms >= low, Job.submitted_ms <= now_ms
+        total, stamps = session.execute(
+            select(func.count(), func.coalesce(func.sum(Job.submitted_ms), 0)).where(*in_window)
+        ).one()
+        if self.mark_ms <= now_ms:  # every counted stamp is in [low, mark]: all in the window
+            counted, counted_ms = len(self.seen), self._seen_ms
+        else:  # a round stamped before the latest submission counted
+            inside = [v for v in self.seen.values() if v <= now_ms]
+            counted, counted_ms = len(inside), sum(inside)
+        missing, missing_ms = int(total) - counted, int(stamps) - counted_ms
+        if missing == 0 and missing_ms == 0:
             return self.meter.load(now_ms / 1000)
-        rows: list[Job] = []
-        for at in range(0, len(new), _IDS_PER_QUERY):  # bounded bind parameters per statement
-            chunk = new[at : at + _IDS_PER_QUERY]
-            rows.extend(session.scalars(select(Job).where(Job.id.in_(chunk))))
+        # From the session's identity map: no statement (``Session.get`` would re-read a row
+        # whose server-set columns the insert expired).
+        held = (session.identity_map.get(identity_key(Job, job_id)) for job_id in fresh)
+        rows = [
+            job
+            for job in held
+            if isinstance(job, Job)
+            and job.id not in self.seen
+            and low <= job.submitted_ms <= now_ms
+        ]
+        if len(rows) != missing or sum(job.submitted_ms for job in rows) != missing_ms:
+            rows = self._unseen(session, in_window)
         rows.sort(key=lambda j: (j.submitted_ms, j.id))
         for job in rows:
-            self.seen[job.id] = job.submitted_ms
+            self._remember(job.id, job.submitted_ms)
             self.mark_ms = max(self.mark_ms, job.submitted_ms)
             n = job.requested_tasks
             try:
@@ -207,8 +239,27 @@ class ArrivalMeter:
                 continue  # nothing to estimate it from: it counts as no arrival
             self.meter.arrive(job.submitted_ms / 1000, work.point)
         cutoff = self.mark_ms - _LATE_MS
-        self.seen = {k: v for k, v in self.seen.items() if v >= cutoff}
+        while self._by_stamp and self._by_stamp[0][0] < cutoff:
+            stamp, job_id = heapq.heappop(self._by_stamp)
+            del self.seen[job_id]
+            self._seen_ms -= stamp
         return self.meter.load(now_ms / 1000)
+
+    def _remember(self, job_id: str, stamp: int) -> None:
+        self.seen[job_id] = stamp
+        heapq.heappush(self._by_stamp, (stamp, job_id))
+        self._seen_ms += stamp
+
+    def _unseen(self, session: Session, in_window: tuple[Any, ...]) -> list[Job]:
+        """The window's jobs not counted yet: ids first (a narrow index scan), then the whole
+        rows of the new ones only, for their signatures."""
+        window = session.execute(select(Job.id).where(*in_window)).scalars().all()
+        new = [job_id for job_id in window if job_id not in self.seen]
+        rows: list[Job] = []
+        for at in range(0, len(new), _IDS_PER_QUERY):  # bounded bind parameters per statement
+            chunk = new[at : at + _IDS_PER_QUERY]
+            rows.extend(session.scalars(select(Job).where(Job.id.in_(chunk))))
+        return rows
 
 
 def admission_jobs(

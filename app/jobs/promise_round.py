@@ -56,13 +56,16 @@ def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimat
     return cache.refresh(session, cap)
 
 
-def arrivals(session: Session, est: Estimator, cap: int, now_ms: int) -> core.Load:
-    """Recent arrivals of deadline jobs (cached per database, like the estimator)."""
+def arrivals(
+    session: Session, est: Estimator, cap: int, now_ms: int, fresh: Collection[str] = ()
+) -> core.Load:
+    """Recent arrivals of deadline jobs (cached per database, like the estimator); ``fresh``:
+    the jobs this round has just stored."""
     key = str(session.get_bind().engine.url)
     meter = _METERS.get(key)
     if meter is None:
         meter = _METERS[key] = ArrivalMeter()
-    return meter.refresh(session, est, cap, now_ms)
+    return meter.refresh(session, est, cap, now_ms, fresh)
 
 
 def foreign_vcores(session: Session, queue: str) -> int:
@@ -157,7 +160,7 @@ def promise_round(
     holdable = _holdable(session, cfg, cap, deadline_queue)
     free = max(holdable - foreign - booked, 0)
     now = now_ms / 1000
-    load = arrivals(session, est, cap, now_ms)
+    load = arrivals(session, est, cap, now_ms, wanted)
     planner = core.promise_params(values)
     decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
     numbers = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from sqlalchemy import event
 
 from app.db.jobs_models import Job
 from app.db.promise_history import ArrivalMeter
@@ -86,3 +87,77 @@ def test_a_restart_after_a_busy_hour_reads_thousands_of_submissions_in_bounded_s
     want = _expected([(start / 1000 + i, 200.0) for i in range(2500)], now_ms / 1000)
     assert load.jobs_per_s == pytest.approx(want.jobs_per_s)
     assert load.vcores == pytest.approx(want.vcores)
+
+
+def _job_reads(db: Db) -> list[str]:
+    """The statements that read the jobs table, collected from here on."""
+    seen: list[str] = []
+
+    def note(_conn: object, _cur: object, statement: str, *_args: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM jobs" in statement:
+            seen.append(" ".join(statement.split()))
+
+    event.listen(db.engine, "before_cursor_execute", note)
+    return seen
+
+
+def test_a_rounds_own_submissions_are_counted_without_rereading_the_window(db: Db) -> None:
+    est = Estimator()
+    meter = ArrivalMeter(TAU)
+    start = 1_000_000_000
+    _add(db, *(_job(f"old{i:03d}", start + i) for i in range(300)))  # one burst, counted once
+    with db.sessions() as s:
+        meter.refresh(s, est, 8, start + 1000)
+    reads = _job_reads(db)
+    arrivals = [(start / 1000 + i / 1000, 200.0) for i in range(300)]
+    # A submission round: its new jobs are in its own transaction, not yet committed.
+    # Held here as the round holds its new rows (the session's identity map is weak).
+    new = [_job("new1", start + 2000), _job("new2", start + 2000, tasks=4)]
+    with transaction(db.sessions) as s:
+        s.add_all(new)
+        s.flush()
+        load = meter.refresh(s, est, 8, start + 2000, fresh=["new1", "new2"])
+    want = _expected([*arrivals, (start / 1000 + 2, 200.0), (start / 1000 + 2, 400.0)], 1002.0)
+    assert load.jobs_per_s == pytest.approx(want.jobs_per_s)
+    assert load.vcores == pytest.approx(want.vcores)
+    # One aggregate over the window; no statement listed the 300 jobs counted before.
+    assert len(reads) == 1 and "count(" in reads[0].lower(), reads
+
+
+def test_submissions_the_round_did_not_store_are_still_found_in_the_window(db: Db) -> None:
+    est = Estimator()
+    meter = ArrivalMeter(TAU)
+    start = 1_000_000_000
+    _add(db, _job("a", start))
+    with db.sessions() as s:
+        meter.refresh(s, est, 8, start + 1000)
+    # Another replica's submission committed meanwhile, stamped before the last one counted,
+    # and this round's own; the round knows only its own.
+    _add(db, _job("elsewhere", start - 500, tasks=8))
+    mine = _job("mine", start + 2000)
+    with transaction(db.sessions) as s:
+        s.add(mine)
+        s.flush()
+        load = meter.refresh(s, est, 8, start + 2000, fresh=["mine"])
+    want = _expected(
+        [(start / 1000, 200.0), (start / 1000 - 0.5, 800.0), (start / 1000 + 2, 200.0)], 1002.0
+    )
+    assert load.jobs_per_s == pytest.approx(want.jobs_per_s)
+    assert load.vcores == pytest.approx(want.vcores)
+    with db.sessions() as s:
+        again = meter.refresh(s, est, 8, start + 2000)
+    assert again == load  # nothing counted twice
+    # A round stamped before the latest counted submission (it waited for the lock) still
+    # finds one stamped within its own view, and later rounds do not count it again.
+    _add(db, _job("between", start + 1500, tasks=6))
+    with db.sessions() as s:
+        early = meter.refresh(s, est, 8, start + 1600)
+        final = meter.refresh(s, est, 8, start + 2000)
+    arrivals = [
+        (start / 1000, 200.0), (start / 1000 - 0.5, 800.0), (start / 1000 + 2, 200.0),
+        (start / 1000 + 1.5, 600.0),
+    ]  # fmt: skip
+    want = _expected(arrivals, 1002.0)
+    assert final.jobs_per_s == pytest.approx(want.jobs_per_s)
+    assert final.vcores == pytest.approx(want.vcores)
+    assert early.jobs_per_s > 0
