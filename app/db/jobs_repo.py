@@ -12,7 +12,20 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import CursorResult, Row, Select, and_, case, false, func, or_, select, update
+from sqlalchemy import (
+    CursorResult,
+    Row,
+    Select,
+    Text,
+    and_,
+    bindparam,
+    case,
+    false,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
@@ -31,6 +44,7 @@ from app.domain.model import FINAL_APP_STATES
 from app.domain.tags import (
     CANCELLED,
     DEADLINE_TAG,
+    DROPPED,
     FAILED,
     FINISHED,
     HOLDING_STATES,
@@ -326,6 +340,57 @@ def transition(
     )
     result: CursorResult[Any] = session.execute(stmt)  # type: ignore[assignment]
     return result.rowcount == 1
+
+
+# Ids per compare-and-set statement of ``drop_queued`` on SQLite (three bind parameters each,
+# under its limit).
+_DROPS_PER_STATEMENT = 300
+
+
+def drop_queued(session: Session, reasons: Mapping[str, str], now_ms: int) -> set[str]:
+    """Drop the queued jobs named in ``reasons``, each with its own reason, by compare-and-set
+    (what ``transition`` does for one); returns the ids dropped (a job no longer queued is left
+    as it is). On PostgreSQL one statement joins the jobs with the ids and reasons passed as two
+    arrays; elsewhere one statement per ``_DROPS_PER_STATEMENT`` ids. A round that drops
+    thousands at once (an admission policy switched on over a long queue) made two statements
+    per job and held the admission lock for seconds."""
+    ids = sorted(reasons)
+    if session.get_bind().dialect.name == "postgresql":
+        given = (
+            func.unnest(
+                bindparam("drop_ids", ids, type_=postgresql.ARRAY(Job.id.type)),
+                bindparam(
+                    "drop_reasons", [reasons[i] for i in ids], type_=postgresql.ARRAY(Text())
+                ),
+            )
+            .table_valued("id", "reason")
+            .render_derived(name="given")
+        )
+        return set(
+            session.execute(
+                update(Job)
+                .where(Job.id == given.c.id, Job.state == QUEUED)
+                .values(state=DROPPED, updated_ms=now_ms, reason=given.c.reason)
+                .returning(Job.id)
+                .execution_options(synchronize_session=False)
+            ).scalars()
+        )
+    dropped: set[str] = set()
+    for at in range(0, len(ids), _DROPS_PER_STATEMENT):
+        chunk = ids[at : at + _DROPS_PER_STATEMENT]
+        stmt = (
+            update(Job)
+            .where(Job.id.in_(chunk), Job.state == QUEUED)
+            .values(
+                state=DROPPED,
+                updated_ms=now_ms,
+                reason=case({job_id: reasons[job_id] for job_id in chunk}, value=Job.id),
+            )
+            .returning(Job.id)
+            .execution_options(synchronize_session=False)
+        )
+        dropped.update(session.execute(stmt).scalars())
+    return dropped
 
 
 def transition_app(

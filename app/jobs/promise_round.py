@@ -37,7 +37,7 @@ from app.db.models import Application, ClusterSample, Decision, Queue, QueueSamp
 from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
-from app.jobs.rounds import AdmissionConfig, RoundResult, _apply, capacity, submitter
+from app.jobs.rounds import AdmissionConfig, RoundResult, apply_decisions, capacity, submitter
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
 from app.policies.promise import core
@@ -176,12 +176,15 @@ def promise_round(
         "arrival_vcores": round(load.vcores, 3),
     }
     recorded: list[core.Decision] = []
-    for d in decisions:
-        if d.action == "keep":
-            continue
-        plain = justice.Decision(d.action, d.job_id, d.cpus, d.reason)
-        result.decisions.append(plain)
-        if _apply(session, plain, now_ms):
+    pairs = [
+        (d, justice.Decision(d.action, d.job_id, d.cpus, d.reason))
+        for d in decisions
+        if d.action != "keep"
+    ]
+    result.decisions = [plain for _, plain in pairs]
+    taken = {id(plain) for plain in apply_decisions(session, result.decisions, now_ms)}
+    for d, plain in pairs:
+        if id(plain) in taken:
             result.applied.append(plain)
             if d.action != "queue" or d.job_id in wanted:
                 recorded.append(d)
@@ -201,21 +204,22 @@ def promise_round(
         session.add(row)
         session.flush()
         result.round_id = row.id
-    for d in recorded:
-        jd = jobs_repo.add_decision(
-            session,
-            JobDecision(
-                **submitter(principals, d.job_id),
-                job_id=d.job_id,
-                round_id=result.round_id,
-                created_ms=now_ms,
-                action=d.action,
-                policy=policy.name,
-                cpus=d.cpus,
-                reason=d.reason,
-                numbers={**numbers, "eta": d.to_dict()},
-            ),
+    rows = [
+        JobDecision(
+            **submitter(principals, d.job_id),
+            job_id=d.job_id,
+            round_id=result.round_id,
+            created_ms=now_ms,
+            action=d.action,
+            policy=policy.name,
+            cpus=d.cpus,
+            reason=d.reason,
+            numbers={**numbers, "eta": d.to_dict()},
         )
+        for d in recorded
+    ]
+    jobs_repo.add_decisions(session, rows)  # one multi-row insert, not one per job
+    for d, jd in zip(recorded, rows, strict=True):
         if d.job_id in wanted:
             result.requester_decisions[d.job_id] = jd
         if d.job_id == requester:

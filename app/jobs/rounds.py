@@ -310,9 +310,7 @@ def admission_round(
         waiting = selected_waiting(
             session, policy, state, result.capacity, now_ms, free + freed, wanted
         )
-        result.decisions = list(
-            policy.admit(waiting, running, free, result.capacity, now_s, state)
-        )
+        result.decisions = list(policy.admit(waiting, running, free, result.capacity, now_s, state))
         if len(waiting) < waiting_count:
             numbers_evaluated = len(waiting)
     if policy.monotone:
@@ -332,13 +330,17 @@ def admission_round(
         numbers["evaluated"] = len(waiting)  # the new submissions only (module docstring)
     elif numbers_evaluated is not None:
         numbers["evaluated"] = numbers_evaluated  # those ``selected_waiting`` read
+    took = apply_decisions(
+        session, [d for d in result.decisions if d.job_id not in unstored], now_ms
+    )
+    taken = {id(d) for d in took}
     result.applied = [
         d
         for d in result.decisions
         if (
             _apply_unstored(unstored[d.job_id], d, now_ms)
             if d.job_id in unstored
-            else _apply(session, d, now_ms)
+            else id(d) in taken
         )
     ]
     # Inserted with their decisions applied, by the flush that records the round.
@@ -375,8 +377,15 @@ def mark_key(policy: AdmissionPolicy, capacity: int, version: int) -> tuple[str,
 def apply_decisions(
     session: Session, decisions: Sequence[justice.Decision], now_ms: int
 ) -> list[justice.Decision]:
-    """The decisions that took effect, each applied with a compare-and-set."""
-    return [d for d in decisions if _apply(session, d, now_ms)]
+    """The decisions that took effect, in their order, each applied with a compare-and-set: the
+    drops together (``jobs_repo.drop_queued``), the others one by one."""
+    drops = {d.job_id: d.reason for d in decisions if d.action == "drop"}
+    dropped = jobs_repo.drop_queued(session, drops, now_ms) if drops else set()
+    return [
+        d
+        for d in decisions
+        if (d.job_id in dropped if d.action == "drop" else _apply(session, d, now_ms))
+    ]
 
 
 def record_applied(
