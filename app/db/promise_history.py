@@ -51,17 +51,22 @@ def app_keys(app: Application) -> Keys:
 def job_keys(job: Job) -> Keys:
     """Signature keys of a sidecar job (its run spec's user and type when it names them, else the
     user it runs as)."""
-    run = job.run or {}
+    return run_keys(job.name, job.run, job.owner, job.tags, job.queue)
+
+
+def run_keys(name: str, run: Any, owner: str | None, job_tags: Any, queue: str) -> Keys:
+    """``job_keys`` from the job's columns (a round reads them without loading the rows)."""
+    run = run or {}
     named = run.get("user") if isinstance(run, dict) else None
-    user = str(named or job.owner or "")  # whom it runs as on YARN, as an app's user is
+    user = str(named or owner or "")  # whom it runs as on YARN, as an app's user is
     kind = str(run.get("type", run.get("kind", ""))) if isinstance(run, dict) else ""
     profile = run.get("profile") if isinstance(run, dict) else None
-    tags = [str(tag) for tag in (job.tags or [])]
+    tags = [str(tag) for tag in (job_tags or [])]
     return keys_for(
-        name=job.name,
+        name=name,
         app_type=kind,
         user=user,
-        queue=job.queue,
+        queue=queue,
         tags=tags,
         profile=str(profile) if profile else None,
     )
@@ -265,32 +270,33 @@ class ArrivalMeter:
 def admission_jobs(
     session: Session,
 ) -> tuple[list[core.WaitingJob], list[core.RunningJob]]:
-    """Queued jobs and CPU-holding jobs with their signature keys."""
+    """Queued jobs and CPU-holding jobs with their signature keys.
+
+    The columns a plan needs, fetched through Core: a Promise round reads every waiting job, and
+    loading them as ORM objects about doubled what reading 10,000 cost (270 to 410 ms against
+    150 to 240 ms, measured in one process). The session's pending rows are flushed first, as
+    its own ``execute`` would."""
+    columns = (
+        Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms,
+        Job.admitted_ms, Job.granted_cpus, Job.name, Job.run, Job.owner, Job.tags, Job.queue,
+    )  # fmt: skip
     stmt = (
-        select(Job)
+        select(*columns)
         .where(Job.state.in_([QUEUED, *HOLDING_STATES]))
         .order_by(Job.submitted_ms, Job.id)
     )
+    session.flush()
     waiting: list[core.WaitingJob] = []
     running: list[core.RunningJob] = []
-    for job in session.scalars(stmt):
-        keys = job_keys(job)
-        submitted = job.submitted_ms / 1000
-        if job.state == QUEUED:
-            waiting.append(
-                core.WaitingJob(job.id, job.requested_tasks, job.deadline_s, submitted, keys)
-            )
+    for row in session.connection().execute(stmt):
+        job_id, state, tasks, deadline_s, submitted_ms, admitted_ms, cpus = row[:7]
+        keys = run_keys(*row[7:])
+        submitted = submitted_ms / 1000
+        if state == QUEUED:
+            waiting.append(core.WaitingJob(job_id, tasks, deadline_s, submitted, keys))
         else:
-            started = (job.admitted_ms or job.submitted_ms) / 1000
+            started = (admitted_ms or submitted_ms) / 1000
             running.append(
-                core.RunningJob(
-                    job.id,
-                    job.requested_tasks,
-                    job.deadline_s,
-                    submitted,
-                    started,
-                    job.granted_cpus or 0,
-                    keys,
-                )
+                core.RunningJob(job_id, tasks, deadline_s, submitted, started, cpus or 0, keys)
             )
     return waiting, running
