@@ -118,6 +118,19 @@ class _Series:
     # per predictor (0: task seconds, 1: ratio): predictions scored and their abs log errors
     scored: list[int] = field(default_factory=lambda: [0, 0])
     scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    # Quantiles of the windows above by (window, q), until the next run is learned: a round
+    # estimates every waiting job, thousands of them sharing a few keys, and each estimate
+    # sorted the same windows again.
+    memo: dict[tuple[int, float], float] = field(default_factory=dict)
+
+    def quantile(self, which: int, q: float) -> float:
+        """``quantile`` of window ``which`` (0: task seconds, 1: ratios, 2: start-ups)."""
+        value = self.memo.get((which, q))
+        if value is None:
+            value = self.memo[(which, q)] = quantile(
+                (self.task_s, self.ratio, self.overhead)[which], q
+            )
+        return value
 
     def mean_error(self, which: int) -> float | None:
         """Mean absolute log error of one predictor at this key, None before any."""
@@ -187,7 +200,7 @@ class Estimator:
         s = self._series.get(key)
         return 0 if s is None else len(s.task_s)
 
-    def _pick(self, keys: Keys, ratio: bool) -> tuple[str, deque[float]] | None:
+    def _pick(self, keys: Keys, ratio: bool) -> tuple[str, _Series] | None:
         # Task seconds only predict a job from its own signature: across different jobs (a
         # user's, a queue's) they spread over orders of magnitude and a low quantile of them
         # would be a bound in name only. Ratios are relative to each job's own deadline, so
@@ -205,7 +218,7 @@ class Estimator:
                 continue
             data = s.ratio if ratio else s.task_s
             if len(data) >= need or (key == GLOBAL and data):
-                return key, data
+                return key, s
         return None
 
     def _predict(
@@ -215,26 +228,27 @@ class Estimator:
         absolute = relative = None
         picked = self._pick(keys, ratio=False)
         if picked is not None:
-            key, data = picked
-            absolute = self._scaled(data, float(tasks), f"task_s@{key}")
+            key, series = picked
+            absolute = self._scaled(series, 0, float(tasks), f"task_s@{key}")
         if deadline_s is not None:
             picked = self._pick(keys, ratio=True)
             scale = deadline_s * max_cpus
             if picked is not None:
-                key, data = picked
-                relative = self._scaled(data, scale, f"ratio@{key}")
+                key, series = picked
+                relative = self._scaled(series, 1, scale, f"ratio@{key}")
             elif absolute is None:
                 window = deadline_s - self.overhead(keys)
                 scale = (window if window > 0 else deadline_s) * max_cpus
                 relative = _Prediction(Estimate(scale, scale, "bootstrap", 0), (1.0,), scale)
         return absolute, relative
 
-    def _scaled(self, data: Sequence[float], scale: float, source: str) -> _Prediction:
-        """The bound (``quantile``) and central value of ``scale`` x the samples."""
-        upper = scale * quantile(data, self.params.quantile)
-        return _Prediction(
-            Estimate(upper, scale * quantile(data, 0.5), source, len(data)), data, scale
-        )
+    def _scaled(self, series: _Series, which: int, scale: float, source: str) -> _Prediction:
+        """The bound (``quantile``) and central value of ``scale`` x the samples of one window
+        (0: task seconds, 1: ratios)."""
+        data = series.task_s if which == 0 else series.ratio
+        upper = scale * series.quantile(which, self.params.quantile)
+        central = scale * series.quantile(which, 0.5)
+        return _Prediction(Estimate(upper, central, source, len(data)), data, scale)
 
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
@@ -248,7 +262,7 @@ class Estimator:
             if s is not None and (
                 len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
             ):
-                learned = quantile(s.overhead, self.params.quantile)
+                learned = s.quantile(2, self.params.quantile)
                 break
         if self._overheads < self._support:
             return max(learned, self.params.startup_s)
@@ -272,9 +286,7 @@ class Estimator:
         """
         return self._bounding(keys, tasks, deadline_s, max_cpus).est
 
-    def works(
-        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
-    ) -> list[float]:
+    def works(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> list[float]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
         its quantiles from) predicts it, ascending: the estimate's whole distribution."""
         best = self._bounding(keys, tasks, deadline_s, max_cpus)
@@ -330,6 +342,7 @@ class Estimator:
             self._overheads += 1
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
+            series.memo.clear()
             series.runs += 1
             series.task_s.append(task_s)
             if ratio is not None:

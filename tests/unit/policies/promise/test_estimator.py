@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -172,3 +173,31 @@ def test_works_is_the_distribution_the_bound_is_a_quantile_of() -> None:
     assert est.estimate(keys, 2, 50.0, 2).upper == pytest.approx(50.0)
     # with no deadline only task seconds predict: 30, 40, 50 per task, times 4 tasks
     assert est.works(keys, 4, None, 4) == pytest.approx([120.0, 160.0, 200.0])
+
+
+def _answer(est: Estimator, keys: Keys, tasks: int, deadline: float | None) -> object:
+    try:
+        return est.estimate(keys, tasks, deadline, 4)
+    except PolicyError as exc:
+        return str(exc)
+
+
+def _random_outcome(rng: random.Random) -> Outcome:
+    overhead = rng.choice((None, rng.uniform(1.0, 9.0)))
+    keys, tasks, work = rng.choice((A, B, C)), rng.randint(1, 8), rng.uniform(5.0, 400.0)
+    return Outcome(keys, tasks, work, 100.0, max_cpus=rng.randint(1, 8), overhead_s=overhead)
+
+
+def test_estimates_between_runs_equal_a_fresh_estimators_at_every_step() -> None:
+    # Estimates read windows' quantiles kept until the next run is learned: each learned run
+    # must show in the next estimate exactly as in an estimator that never estimated before.
+    rng = random.Random(7)
+    outcomes = [_random_outcome(rng) for _ in range(120)]
+    params = EstimatorParams(window=16, startup_s=4.0)
+    inc = Estimator(params)
+    for n, outcome in enumerate(outcomes, start=1):
+        inc.learn(outcome)
+        fresh = rebuild(outcomes[:n], params)
+        for keys in (A, B, C):
+            for tasks, deadline in ((1, 60.0), (4, 100.0), (8, None)):
+                assert _answer(inc, keys, tasks, deadline) == _answer(fresh, keys, tasks, deadline)
