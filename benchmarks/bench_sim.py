@@ -98,6 +98,7 @@ SYNTHETIC_POLICIES = (
     "oracle",
     "pythia",
     "justice",
+    "promise",
     "fawkes:TD",
     "ltrf",
 )

@@ -158,6 +158,10 @@ class EstimatorParams:
             raise PolicyError("startup_s", f"must be a finite number >= 0, got {self.startup_s}")
 
 
+# Estimates kept between learned runs at most (about 200 bytes each).
+_MEMO_LIMIT = 100_000
+
+
 def quantile(values: Iterable[float], q: float) -> float:
     """Nearest-rank empirical quantile (the ``ceil(q * n)``-th smallest value)."""
     data = sorted(values)
@@ -175,6 +179,8 @@ class Estimator:
     _series: dict[str, _Series] = field(default_factory=dict)
     # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
     _overheads: int = 0
+    # ``estimate``'s answers since the last learned run (each one changes them).
+    _memo: dict[tuple[Keys, int, float | None, int], Estimate] = field(default_factory=dict)
 
     @property
     def _support(self) -> int:
@@ -269,10 +275,19 @@ class Estimator:
         return learned
 
     def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
-        """Work bound (and start-up bound) for a job; see ``_estimate_work``."""
-        est = self._estimate_work(keys, tasks, deadline_s, max_cpus)
-        overhead = self.overhead(keys)
-        return replace(est, overhead_s=overhead) if overhead else est
+        """Work bound (and start-up bound) for a job; see ``_estimate_work``. Kept until the next
+        learned run: every round estimates each waiting job again, from the same samples."""
+        args = (keys, tasks, deadline_s, max_cpus)
+        est = self._memo.get(args)
+        if est is None:
+            est = self._estimate_work(keys, tasks, deadline_s, max_cpus)
+            overhead = self.overhead(keys)
+            if overhead:
+                est = replace(est, overhead_s=overhead)
+            if len(self._memo) >= _MEMO_LIMIT:  # long without a learned run: start again
+                self._memo.clear()
+            self._memo[args] = est
+        return est
 
     def _estimate_work(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
@@ -340,6 +355,7 @@ class Estimator:
         )
         if outcome.overhead_s is not None:
             self._overheads += 1
+        self._memo.clear()
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
             series.memo.clear()
