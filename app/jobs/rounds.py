@@ -462,7 +462,8 @@ def _incremental(
 
 
 def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:
-    """Apply one decision with a compare-and-set; False if the job moved on meanwhile."""
+    """Apply one queue, admit or kill decision with a compare-and-set; False if the job moved on
+    meanwhile (drops go together, ``apply_decisions``)."""
     if d.action == "queue":
         return True
     if d.action == "admit":
@@ -475,10 +476,6 @@ def _apply(session: Session, d: justice.Decision, now_ms: int) -> bool:
             granted_cpus=d.cpus,
             admitted_ms=now_ms,
             reason=d.reason,
-        )
-    if d.action == "drop":
-        return jobs_repo.transition(
-            session, d.job_id, [t.QUEUED], now_ms, state=t.DROPPED, reason=d.reason
         )
     # kill: a job not yet on YARN ends at once; one with an app waits for the RM's kill.
     job = jobs_repo.get_job(session, d.job_id)
