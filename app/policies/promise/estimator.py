@@ -179,19 +179,23 @@ class Estimator:
     _series: dict[str, _Series] = field(default_factory=dict)
     # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
     _overheads: int = 0
-    # ``estimate``'s answers since the last learned run (each one changes them).
+    # ``estimate``'s and ``works``' answers since the last learned run (each one changes them).
     _memo: dict[tuple[Keys, int, float | None, int], Estimate] = field(default_factory=dict)
+    _works_memo: dict[tuple[Keys, int, float | None, int], tuple[float, ...]] = field(
+        default_factory=dict
+    )
+    # Samples a key needs for its ``quantile`` to be one of them with that coverage: a new run
+    # exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``, so ``q``
+    # needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95); capped at the
+    # window. ``_need``: the same, and at least ``min_samples``. Derived from ``params`` once:
+    # every estimate of every round asks.
+    _support: int = field(init=False, repr=False, compare=False)
+    _need: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def _support(self) -> int:
-        """Samples a key needs for its ``quantile`` to be one of them with that coverage: a new
-        run exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``,
-        so ``q`` needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95);
-        capped at the window."""
-        q = self.params.quantile
-        if q >= 1.0:
-            return self.params.window
-        return min(self.params.window, math.ceil(q / (1 - q) - 1e-9))
+    def __post_init__(self) -> None:
+        q, window = self.params.quantile, self.params.window
+        self._support = window if q >= 1.0 else min(window, math.ceil(q / (1 - q) - 1e-9))
+        self._need = max(self.params.min_samples, self._support)
 
     def _get(self, key: str) -> _Series:
         s = self._series.get(key)
@@ -217,7 +221,7 @@ class Estimator:
         # ``min_samples`` (3) runs of a signature; on the selection workloads of
         # ``docs/evaluation.md`` waiting for the support met more deadlines and wasted less.
         chain = keys.chain() if ratio else (keys.signature,)
-        need = max(self.params.min_samples, self._support)
+        need = self._need
         for key in chain:
             s = self._series.get(key)
             if s is None:
@@ -301,11 +305,21 @@ class Estimator:
         """
         return self._bounding(keys, tasks, deadline_s, max_cpus).est
 
-    def works(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> list[float]:
+    def works(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> tuple[float, ...]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
-        its quantiles from) predicts it, ascending: the estimate's whole distribution."""
-        best = self._bounding(keys, tasks, deadline_s, max_cpus)
-        return sorted(v * best.scale for v in best.data)
+        its quantiles from) predicts it, ascending: the estimate's whole distribution. Kept until
+        the next learned run, as ``estimate``'s answers are."""
+        args = (keys, tasks, deadline_s, max_cpus)
+        works = self._works_memo.get(args)
+        if works is None:
+            best = self._bounding(keys, tasks, deadline_s, max_cpus)
+            works = tuple(sorted(v * best.scale for v in best.data))
+            if len(self._works_memo) >= _MEMO_LIMIT:
+                self._works_memo.clear()
+            self._works_memo[args] = works
+        return works
 
     def _bounding(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
@@ -356,6 +370,7 @@ class Estimator:
         if outcome.overhead_s is not None:
             self._overheads += 1
         self._memo.clear()
+        self._works_memo.clear()
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
             series.memo.clear()
@@ -381,7 +396,7 @@ class Estimator:
     def entries(self) -> dict[str, dict[str, Any]]:
         """Read-only view per key: sample counts, quantiles and errors (for ``GET /estimator``)."""
         q = self.params.quantile
-        need = max(self.params.min_samples, self._support)
+        need = self._need
         out: dict[str, dict[str, Any]] = {}
         for key in sorted(self._series):
             s = self._series[key]

@@ -196,7 +196,7 @@ def test_works_is_the_distribution_the_bound_is_a_quantile_of() -> None:
 
 def _answer(est: Estimator, keys: Keys, tasks: int, deadline: float | None) -> object:
     try:
-        return est.estimate(keys, tasks, deadline, 4)
+        return est.estimate(keys, tasks, deadline, 4), est.works(keys, tasks, deadline, 4)
     except PolicyError as exc:
         return str(exc)
 
@@ -208,8 +208,8 @@ def _random_outcome(rng: random.Random) -> Outcome:
 
 
 def test_estimates_between_runs_equal_a_fresh_estimators_at_every_step() -> None:
-    # Estimates read windows' quantiles kept until the next run is learned: each learned run
-    # must show in the next estimate exactly as in an estimator that never estimated before.
+    # Estimates (and the distributions tries read) are kept until the next run is learned: each
+    # learned run must show in the next answer exactly as in an estimator that never answered.
     rng = random.Random(7)
     outcomes = [_random_outcome(rng) for _ in range(120)]
     params = EstimatorParams(window=16, startup_s=4.0)
