@@ -248,9 +248,8 @@ class EstimatorOut(BaseModel):
     updated_at: dt.datetime | None
     signatures: dict[str, dict[str, Any]] | None = Field(
         None,
-        description="Promise policy only: per signature (and fallback key) the runs, samples "
-        "(and the samples needed before its own quantiles bound a job), work quantiles and "
-        "prediction error so far.",
+        description="Promise policy only: per signature (and fallback key) the runs, samples, "
+        "work quantiles and prediction error so far.",
     )
     prediction_error: dict[str, Any] | None = Field(
         None, description="Promise policy only: errors over all signatures."

@@ -396,15 +396,12 @@ class Estimator:
     def entries(self) -> dict[str, dict[str, Any]]:
         """Read-only view per key: sample counts, quantiles and errors (for ``GET /estimator``)."""
         q = self.params.quantile
-        need = self._need
         out: dict[str, dict[str, Any]] = {}
         for key in sorted(self._series):
             s = self._series[key]
             out[key] = {
                 "runs": s.runs,
                 "samples": len(s.task_s),
-                # below it the key's own quantile is not yet a bound (``_pick``)
-                "samples_needed": need,
                 "task_s_median": quantile(s.task_s, 0.5) if s.task_s else None,
                 "task_s_upper": quantile(s.task_s, q) if s.task_s else None,
                 "ratio_median": quantile(s.ratio, 0.5) if s.ratio else None,

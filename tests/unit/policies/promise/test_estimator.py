@@ -87,8 +87,6 @@ def test_task_seconds_bound_a_job_only_with_enough_runs_of_its_signature() -> No
         est.learn(Outcome(A, 1, 10.0 + i, None, max_cpus=1))  # no deadline: no ratios
     before = est.estimate(A, tasks=1, deadline_s=100.0, max_cpus=1)
     assert before.source == "bootstrap" and before.upper == pytest.approx(100.0)
-    assert est.entries()["sigA"]["samples"] == 18
-    assert est.entries()["sigA"]["samples_needed"] == 19
     with pytest.raises(PolicyError, match="deadline_s"):
         est.estimate(A, tasks=1, deadline_s=None, max_cpus=1)
     est.learn(Outcome(A, 1, 28.0, None, max_cpus=1))  # the 19th: 10 .. 28 s
