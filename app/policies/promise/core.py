@@ -591,11 +591,7 @@ PARAMS: tuple[ParamSpec, ...] = (
         maximum=1.0,
     ),
     ParamSpec(
-        "min_samples",
-        int,
-        3,
-        "runs a key needs before its history is used (and at least q / (1 - q): 19 at 0.95)",
-        minimum=1,
+        "min_samples", int, 3, "runs a signature needs before its own history is used", minimum=1
     ),
     ParamSpec("window", int, 64, "most recent runs kept per signature", minimum=1),
     ParamSpec(

@@ -12,13 +12,13 @@ the last ``window`` completed runs as two samples:
 
 A prediction takes the ratio predictor from the most specific key with enough runs for its
 quantile to be one of them (``q / (1 - q)``: 19 at 0.95; ``min_samples`` if more) and the
-task-seconds predictor from the signature alone (across different jobs task seconds spread
-over orders of magnitude), once it has as many runs. Each returns the empirical ``quantile`` of
-its key's samples (nearest rank, rounding up, so the bound is a sample that was really seen).
-Which predictor bounds a job is itself learned: each completion scores both predictors' medians
-against the real work at the job's signature, and the one with the smaller mean absolute log
-error wins; until both have ``min_samples`` scores the ratio predictor is used. The median
-(``point``) gives the error statistics and the ETA's central value.
+task-seconds predictor from the signature alone (across different jobs task seconds
+spread over orders of magnitude). Each returns the empirical ``quantile`` of its key's samples
+(nearest rank, rounding up, so the bound is a sample that was really seen). Which predictor bounds
+a job is itself learned: each completion scores both predictors' medians against the real work at
+the job's signature, and the one with the smaller mean absolute log error wins; until both have
+``min_samples`` scores the ratio predictor is used. The median (``point``) gives the error
+statistics and the ETA's central value.
 
 With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
 its whole deadline at full parallelism (ratio 1), the deadline being what is left after its
@@ -187,8 +187,8 @@ class Estimator:
     # Samples a key needs for its ``quantile`` to be one of them with that coverage: a new run
     # exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``, so ``q``
     # needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95); capped at the
-    # window. ``_need``: the same, and at least ``min_samples``. Derived from ``params`` once:
-    # every estimate of every round asks.
+    # window. ``_need``: what a ratio key needs, the same and at least ``min_samples``. Derived
+    # from ``params`` once: every estimate of every round asks.
     _support: int = field(init=False, repr=False, compare=False)
     _need: int = field(init=False, repr=False, compare=False)
 
@@ -214,14 +214,12 @@ class Estimator:
         # Task seconds only predict a job from its own signature: across different jobs (a
         # user's, a queue's) they spread over orders of magnitude and a low quantile of them
         # would be a bound in name only. Ratios are relative to each job's own deadline, so
-        # they carry over along the whole chain (the global ratios are Justice's fractions).
-        # Either answers only with enough samples for the quantile to be one of them
-        # (``_support``): the largest of three bounded a fourth only three times in four, and
-        # every miss of a job promised at its bound is waste. Task seconds once answered from
-        # ``min_samples`` (3) runs of a signature; on the selection workloads of
-        # ``docs/evaluation.md`` waiting for the support met more deadlines and wasted less.
+        # they carry over along the whole chain (the global ratios are Justice's fractions),
+        # and a key answers only with enough of them for the quantile to be one of them
+        # (``_support``): the largest of three ratios bounded a fourth only three times
+        # in four, and every miss of a job promised at its bound is waste.
         chain = keys.chain() if ratio else (keys.signature,)
-        need = self._need
+        need = self._need if ratio else self.params.min_samples
         for key in chain:
             s = self._series.get(key)
             if s is None:

@@ -118,14 +118,14 @@ def test_the_job_with_least_slack_is_offered_capacity_first() -> None:
     for _ in range(19):
         est.learn(Outcome(OTHER, tasks=4, work=0.1 * 100.0 * 4, deadline_s=100.0, max_cpus=4))
     # tight: bound 0.9 * 50 * 2 = 90 -> 45 s a task; only one wave fits its 50 s: 2 containers,
-    # latest start 5. loose: its own 19 ratios of 0.1 bound it at 0.1 * 400 * 1 = 40 s on one
-    # container, latest start 360.
+    # latest start 5. loose: its own runs took 10 s a task, which task seconds predicted
+    # exactly (the ratios of its first runs came from K's): one container, latest start 390.
     tight = core.WaitingJob("tight", tasks=2, deadline_s=50.0, submitted_s=0.0, keys=K)
     loose = core.WaitingJob("loose", tasks=1, deadline_s=400.0, submitted_s=0.0, keys=OTHER)
     out = {d.job_id: d for d in core.admit([loose, tight], [], 2, 10, 0.0, est, P)}
     # Both cannot hold the 2 free vcores; the loose one can wait, the tight one cannot.
     assert (out["tight"].action, out["tight"].cpus) == ("admit", 2)
-    assert out["loose"].action == "queue" and out["loose"].latest_start_s == pytest.approx(360)
+    assert out["loose"].action == "queue" and out["loose"].latest_start_s == pytest.approx(390)
 
 
 def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() -> None:
@@ -198,13 +198,8 @@ def test_a_new_sidecar_plans_the_start_up_prior_before_it_knows_any() -> None:
     assert (d.action, d.cpus, d.finish_s, d.source) == ("admit", 3, 30.0, "bootstrap")
 
 
-# Five runs suffice for a quantile of 5/6: the largest of five samples, which a sixth run exceeds
-# one time in six (``Estimator._support``); at 0.95 task seconds need 19 runs of the signature.
-FIVE = EstimatorParams(quantile=5 / 6)
-
-
 def _one_task_runs(*works: float) -> Estimator:
-    est = Estimator(FIVE)
+    est = Estimator()
     for w in works:
         est.learn(Outcome(K, tasks=1, work=w, deadline_s=None, max_cpus=1))
     return est
@@ -244,7 +239,7 @@ def test_without_an_arrival_rate_only_one_task_jobs_are_tried_after_promised_job
 
 
 def _four_task_runs(*task_s: float) -> Estimator:
-    est = Estimator(FIVE)
+    est = Estimator()
     for t in task_s:
         est.learn(Outcome(K, tasks=4, work=4 * t, deadline_s=None, max_cpus=4))
     return est

@@ -79,25 +79,8 @@ def test_a_ratio_key_answers_only_with_enough_runs_for_its_quantile() -> None:
     assert whole.estimate(A, 4, 100.0, 4).source == "ratio@sigA"
 
 
-def test_task_seconds_bound_a_job_only_with_enough_runs_of_its_signature() -> None:
-    # The same coverage as ratios: the largest of three task seconds is exceeded by a fourth run
-    # one time in four, so at 0.95 a signature's own task seconds answer from its 19th run on.
-    est = Estimator(EstimatorParams(min_samples=3, quantile=0.95))
-    for i in range(18):
-        est.learn(Outcome(A, 1, 10.0 + i, None, max_cpus=1))  # no deadline: no ratios
-    before = est.estimate(A, tasks=1, deadline_s=100.0, max_cpus=1)
-    assert before.source == "bootstrap" and before.upper == pytest.approx(100.0)
-    with pytest.raises(PolicyError, match="deadline_s"):
-        est.estimate(A, tasks=1, deadline_s=None, max_cpus=1)
-    est.learn(Outcome(A, 1, 28.0, None, max_cpus=1))  # the 19th: 10 .. 28 s
-    after = est.estimate(A, tasks=1, deadline_s=100.0, max_cpus=1)
-    # nearest rank ceil(0.95 * 19) = 19: the largest, 28 s; the median is the 10th, 19 s
-    assert (after.source, after.upper, after.point) == ("task_s@sigA", 28.0, 19.0)
-
-
 def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
-    # two runs are enough for a 2/3 quantile (the larger of two covers a third run 2 times in 3)
-    est = Estimator(EstimatorParams(min_samples=2, quantile=2 / 3))
+    est = Estimator(EstimatorParams(min_samples=2))
     # Same work every run (10 s per task) but deadlines that vary: task seconds are exact,
     # ratios scatter, so after two scored runs each the signature's record picks task seconds.
     for deadline in (40.0, 400.0, 80.0, 200.0, 1000.0):
@@ -181,7 +164,7 @@ def test_the_start_up_prior_holds_until_enough_start_ups_are_known() -> None:
 
 def test_works_is_the_distribution_the_bound_is_a_quantile_of() -> None:
     keys = Keys("sig", "user", "queue")
-    est = Estimator(EstimatorParams(quantile=0.75))  # three runs: the largest bounds
+    est = Estimator()
     for w in (60.0, 100.0, 80.0):  # deadline 100 s on 2 vcores: ratios 0.3, 0.5, 0.4
         est.learn(Outcome(keys, tasks=2, work=w, deadline_s=100.0, max_cpus=2))
     # the ratio predictor bounds (too few scored predictions to prefer task seconds): each ratio
