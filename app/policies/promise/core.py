@@ -415,7 +415,7 @@ class _Try(NamedTuple):
     lst: float  # latest start with any chance (its smallest predicted work)
     job: WaitingJob
     est: Estimate
-    works: Sequence[float]  # predicted work per history sample, ascending
+    works: list[float]  # predicted work per history sample, ascending
     limit: int
 
 

@@ -179,23 +179,19 @@ class Estimator:
     _series: dict[str, _Series] = field(default_factory=dict)
     # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
     _overheads: int = 0
-    # ``estimate``'s and ``works``' answers since the last learned run (each one changes them).
+    # ``estimate``'s answers since the last learned run (each one changes them).
     _memo: dict[tuple[Keys, int, float | None, int], Estimate] = field(default_factory=dict)
-    _works_memo: dict[tuple[Keys, int, float | None, int], tuple[float, ...]] = field(
-        default_factory=dict
-    )
-    # Samples a key needs for its ``quantile`` to be one of them with that coverage: a new run
-    # exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``, so ``q``
-    # needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95); capped at the
-    # window. ``_need``: what a ratio key needs, the same and at least ``min_samples``. Derived
-    # from ``params`` once: every estimate of every round asks.
-    _support: int = field(init=False, repr=False, compare=False)
-    _need: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        q, window = self.params.quantile, self.params.window
-        self._support = window if q >= 1.0 else min(window, math.ceil(q / (1 - q) - 1e-9))
-        self._need = max(self.params.min_samples, self._support)
+    @property
+    def _support(self) -> int:
+        """Samples a key needs for its ``quantile`` to be one of them with that coverage: a new
+        run exceeds the ``k``-th smallest of ``n`` with probability ``(n + 1 - k) / (n + 1)``,
+        so ``q`` needs ``k = ceil(q (n + 1)) <= n``, i.e. ``n >= q / (1 - q)`` (19 at 0.95);
+        capped at the window."""
+        q = self.params.quantile
+        if q >= 1.0:
+            return self.params.window
+        return min(self.params.window, math.ceil(q / (1 - q) - 1e-9))
 
     def _get(self, key: str) -> _Series:
         s = self._series.get(key)
@@ -219,7 +215,9 @@ class Estimator:
         # (``_support``): the largest of three ratios bounded a fourth only three times
         # in four, and every miss of a job promised at its bound is waste.
         chain = keys.chain() if ratio else (keys.signature,)
-        need = self._need if ratio else self.params.min_samples
+        need = self.params.min_samples
+        if ratio:
+            need = max(need, self._support)
         for key in chain:
             s = self._series.get(key)
             if s is None:
@@ -303,21 +301,11 @@ class Estimator:
         """
         return self._bounding(keys, tasks, deadline_s, max_cpus).est
 
-    def works(
-        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
-    ) -> tuple[float, ...]:
+    def works(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> list[float]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
-        its quantiles from) predicts it, ascending: the estimate's whole distribution. Kept until
-        the next learned run, as ``estimate``'s answers are."""
-        args = (keys, tasks, deadline_s, max_cpus)
-        works = self._works_memo.get(args)
-        if works is None:
-            best = self._bounding(keys, tasks, deadline_s, max_cpus)
-            works = tuple(sorted(v * best.scale for v in best.data))
-            if len(self._works_memo) >= _MEMO_LIMIT:
-                self._works_memo.clear()
-            self._works_memo[args] = works
-        return works
+        its quantiles from) predicts it, ascending: the estimate's whole distribution."""
+        best = self._bounding(keys, tasks, deadline_s, max_cpus)
+        return sorted(v * best.scale for v in best.data)
 
     def _bounding(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
@@ -368,7 +356,6 @@ class Estimator:
         if outcome.overhead_s is not None:
             self._overheads += 1
         self._memo.clear()
-        self._works_memo.clear()
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
             series.memo.clear()
