@@ -88,7 +88,13 @@ def _add_options(p: argparse.ArgumentParser) -> None:
         default="Fixed2x",
         help=f"deadline type ({', '.join(deadlines.DEADLINE_TYPES)}) or 'none'",
     )
-    p.add_argument("--deadline-basis", choices=deadlines.BASES, default="ideal")
+    p.add_argument(
+        "--deadline-basis",
+        choices=deadlines.BASES,
+        default="ideal",
+        help="T_i of deadline = x * T_i: the job's ideal runtime, the trace's runtime, or the "
+        "median ideal runtime of the jobs with its name (template)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of deadlines and synthetic jobs")
     p.add_argument("--limit-jobs", type=int, help="only the first N jobs by submission time")
     p.add_argument("--queue-by", default="single", help="single, user or group:K (Google)")

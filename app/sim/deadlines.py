@@ -15,12 +15,21 @@ parallelism on the empty simulated cluster. That keeps the thesis' one assumptio
 "an optimal allocation in an empty cluster is sufficient to complete the job before its deadline",
 true in our perfectly parallel model. ``basis="trace"`` uses the runtime recorded in the trace
 instead (where there is one), which can be shorter than the model allows.
+
+Both tie each deadline to its own job's run, so a job's ``work / (deadline x maxCPUs)`` is
+``1 / x`` whatever the job: a predictor that pools those ratios across jobs learns each job's
+true work from its deadline, which a user's deadline does not carry. ``basis="template"`` takes
+``T_i`` from what a user of a recurring job can know, the median ideal runtime of the trace's
+jobs with the same name (its template); a run slower than its template's median may then get a
+deadline it cannot meet even alone on the cluster, as a real run may. Jobs without a name keep
+their own ``T_i``.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+import statistics
+from collections.abc import Callable, Iterable, Sequence
 
 from app.sim.jobs import SimJob
 
@@ -49,7 +58,7 @@ DEADLINE_TYPES: dict[str, Multiplier] = {
     "Aria2x4x": _uniform(2.0, 4.0),
 }
 
-BASES = ("ideal", "trace")
+BASES = ("ideal", "trace", "template")
 
 
 def optimal_runtime(job: SimJob, capacity: int, basis: str = "ideal") -> float:
@@ -61,15 +70,30 @@ def optimal_runtime(job: SimJob, capacity: int, basis: str = "ideal") -> float:
     return job.ideal_runtime(capacity)
 
 
+def template_runtimes(jobs: Sequence[SimJob], capacity: int) -> list[float]:
+    """``T_i`` of ``basis="template"`` for each of ``jobs`` (module docstring)."""
+    by_name: dict[str, list[float]] = {}
+    for j in jobs:
+        if j.name:
+            by_name.setdefault(j.name, []).append(j.ideal_runtime(capacity))
+    typical = {name: statistics.median(runtimes) for name, runtimes in by_name.items()}
+    return [typical[j.name] if j.name else j.ideal_runtime(capacity) for j in jobs]
+
+
 def assign_deadlines(
     jobs: Iterable[SimJob], kind: str, capacity: int, seed: int, basis: str = "ideal"
 ) -> list[SimJob]:
     """Copies of ``jobs`` with ``deadline_s = x * T_i``; one draw per job, in input order."""
+    jobs = list(jobs)
     try:
         draw = DEADLINE_TYPES[kind]
     except KeyError:
         raise ValueError(
             f"unknown deadline type {kind!r}; use one of {', '.join(DEADLINE_TYPES)}"
         ) from None
+    if basis == "template":
+        runtimes = template_runtimes(jobs, capacity)
+    else:
+        runtimes = [optimal_runtime(j, capacity, basis) for j in jobs]
     rng = random.Random(seed)
-    return [j.with_deadline(draw(rng) * optimal_runtime(j, capacity, basis)) for j in jobs]
+    return [j.with_deadline(draw(rng) * t) for j, t in zip(jobs, runtimes, strict=True)]

@@ -61,3 +61,32 @@ def test_basis() -> None:
     assert optimal_runtime(job, 10, "trace") == 50.0
     with pytest.raises(ValueError):
         assign_deadlines(JOBS[:1], "Fixed3x", 10, 0)
+
+
+def test_template_basis_follows_the_template_not_the_run() -> None:
+    # Two runs of one template (ideal runtimes 10 s and 30 s on 1 vcore, median 20 s) and an
+    # unnamed job, which keeps its own runtime.
+    jobs = [
+        SimJob("a", 0.0, 1, 10.0, name="etl"),
+        SimJob("b", 1.0, 1, 30.0, name="etl"),
+        SimJob("c", 2.0, 2, 50.0),
+    ]
+    got = [j.deadline_s for j in assign_deadlines(jobs, "Fixed2x", 10, 0, "template")]
+    assert got == [40.0, 40.0, 50.0]
+    own = [j.deadline_s for j in assign_deadlines(jobs, "Fixed2x", 10, 0)]
+    assert own == [20.0, 60.0, 50.0]
+    # the same multipliers are drawn whatever the basis
+    for kind in ("Aria1x3x", "Jockey1x2x"):
+        x_template = [
+            j.deadline_s / t  # type: ignore[operator]
+            for j, t in zip(
+                assign_deadlines(jobs, kind, 10, 5, "template"), (20, 20, 25), strict=True
+            )
+        ]
+        x_own = [
+            j.deadline_s / t  # type: ignore[operator]
+            for j, t in zip(assign_deadlines(jobs, kind, 10, 5), (10, 30, 25), strict=True)
+        ]
+        assert x_template == pytest.approx(x_own)
+    with pytest.raises(ValueError):
+        assign_deadlines(jobs, "Fixed2x", 10, 0, "guess")
