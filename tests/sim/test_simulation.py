@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sim import experiment, trace
+from app.sim import deadlines, experiment, recurring, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob, Status
 from app.sim.queue_policies import PlanSettings, make_queue_policy
@@ -99,6 +99,21 @@ def test_promise_keeps_waste_low_and_meets_as_many_deadlines_as_the_oracle(model
     assert _sdr(promise) >= _sdr(oracle)
     assert _wtr(promise) <= 0.02
     assert not any(r.status is Status.MISSED for r in promise.runs)
+
+
+def test_promise_keeps_learning_when_deadlines_follow_templates_not_runs() -> None:
+    # Deadlines from each template's median run (not the job's own): with x = 1, a run slower
+    # than its template's median cannot meet its deadline. On this seed the first three runs
+    # all needed more than their deadline at full parallelism, and the cluster's ratios they
+    # taught refused every later job of a new signature: nothing ran again, nothing was learned,
+    # and Promise met no deadline at all. Small jobs of unknown signatures are now explored.
+    jobs = recurring.recurring(recurring.RecurringSpec(jobs=300), 1)
+    cap = experiment.resolve_capacity("2x-mean", jobs)
+    dj = deadlines.assign_deadlines(jobs, "Fixed1x", cap, 0, "template")
+    promise = experiment.run_policy("promise", dj, ClusterSpec(cap), model="fluid")
+    pythia = experiment.run_policy("pythia", dj, ClusterSpec(cap), model="fluid")
+    assert _sdr(promise) >= _sdr(pythia) - 0.1
+    assert _wtr(promise) < _wtr(pythia)
 
 
 def test_runs_are_deterministic() -> None:

@@ -45,6 +45,14 @@ or waste work on real traces:
   refused at once. Without an arrival rate only jobs that run whole on ``learn_cpus`` vcores are
   tried, when their median fits. On the evaluation grid tries raised SDR in 52 of 112 cells and
   lowered it in none; WTR rose in 38, above 0.02 in eight (``docs/evaluation.md``).
+* Exploration (``_explore``): a job that would be refused, small (it runs whole on
+  ``learn_cpus`` vcores or fewer) and of a signature with fewer runs than the estimator needs, is
+  started on its tasks when they are free. Its bound and its chance then come from other jobs'
+  history (its user's, its queue's, the cluster's ratios); when those all miss its deadline, every
+  new signature is refused, nothing runs, and nothing new is ever learned. In the simulator, with
+  deadlines drawn from each template's typical run rather than the job's own, three early runs
+  whose ratios all exceeded 1 refused every later job of a run (``docs/evaluation.md``). What it
+  risks is what the kill rule already lets such a job use: a few vcores until it ends.
 
 ``am_containers`` is booked per job on top of its task grant (YARN starts one ApplicationMaster
 container per application that no task grant counts); the simulator's thesis model has none.
@@ -287,6 +295,17 @@ def admit(
             ):
                 tries.append(cand)
                 continue
+            # Refusing every job whose signature is still unknown can refuse them forever: what
+            # bounds them is other jobs' history, and only runs teach the estimator (module
+            # docstring, "Exploration").
+            if (
+                j.tasks <= params.learn_cpus
+                and due > now_s + _EPS
+                and estimator.samples(j.keys.signature) < estimator.params.min_samples
+            ):
+                # waits, if it must, until its deadline (less its start-up) passes
+                tries.append(cand._replace(lst=due, explore=True))
+                continue
             fin += est.overhead_s
             out.append(
                 Decision(
@@ -417,6 +436,7 @@ class _Try(NamedTuple):
     est: Estimate
     works: list[float]  # predicted work per history sample, ascending
     limit: int
+    explore: bool = False  # small, its signature still unknown: started for what it teaches
 
 
 def _try_at(
@@ -476,6 +496,9 @@ def _tries(
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
         j, est = t.job, t.est
+        if t.explore:
+            avail = _explore(t, avail, am, now_s, out, queued)
+            continue
         chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price)
         if chosen is not None:
             g, p = chosen
@@ -489,20 +512,61 @@ def _tries(
         avail -= g + am
         finish = now_s + est.overhead_s + waves(j.tasks, g) * est.point / j.tasks
         out.append(
-            Decision(
-                "admit",
-                j.id,
+            _unpromised(
+                j,
+                est,
                 g,
+                now_s,
+                finish,
                 f"tried on {g} vcores: its bound misses the deadline {_at(j.deadline_at, now_s)}; "
                 f"{p:.0%} of its history fits, central estimate finishes by {_at(finish, now_s)} "
                 f"({est.source})",
-                start_s=now_s,
-                finish_s=finish,
-                finish_point_s=finish,
-                work_bound=est.upper,
-                source=est.source,
             )
         )
+
+
+def _explore(
+    t: _Try, avail: int, am: int, now_s: float, out: list[Decision], queued: list[Decision]
+) -> int:
+    """Start a small job of a signature with too few runs of its own on all its tasks, if the
+    vcores are free (module docstring, "Exploration"); returns the vcores left."""
+    j, est = t.job, t.est
+    g = j.tasks
+    if g + am > avail:
+        queued.append(_queued(j, est, t.lst, f"{g + am} vcores free to learn from it"))
+        return avail
+    finish = now_s + est.overhead_s + est.point
+    out.append(
+        _unpromised(
+            j,
+            est,
+            g,
+            now_s,
+            finish,
+            f"explored on {g} vcores: no run of the history it borrows fits the deadline "
+            f"{_at(j.deadline_at, now_s)}, but its own signature has too few runs to bound it; "
+            f"its run teaches it ({est.source})",
+        )
+    )
+    return avail - g - am
+
+
+def _unpromised(
+    j: WaitingJob, est: Estimate, g: int, now_s: float, finish: float, reason: str
+) -> Decision:
+    """An admission that promises nothing (a try or an exploration): its ETA is the central
+    estimate, and its bound is only reported."""
+    return Decision(
+        "admit",
+        j.id,
+        g,
+        reason,
+        start_s=now_s,
+        finish_s=finish,
+        finish_point_s=finish,
+        work_bound=est.upper,
+        source=est.source,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,3 +280,35 @@ def test_a_try_gets_the_smallest_grant_that_keeps_its_chance() -> None:
     (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=busy)
     assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
     assert "80% of its history fits" in d.reason
+
+
+def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_refuses_it() -> None:
+    # Three runs of another signature each needed 1.3 x (deadline x tasks): the only history
+    # a new signature can borrow (the cluster's ratios) says no job can meet its deadline.
+    est = _taught(1.3, keys=OTHER)
+    new = Keys("new", "someone", "elsewhere")
+    one = core.WaitingJob("one", tasks=1, deadline_s=60.0, submitted_s=0.0, keys=new)
+    two = core.WaitingJob("two", tasks=2, deadline_s=60.0, submitted_s=0.0, keys=new)
+    out = {d.job_id: d for d in core.admit([one, two], [], 4, 4, 0.0, est, P)}
+    # refusing it would refuse every new signature for good: nothing would run to teach them
+    assert (out["one"].action, out["one"].cpus) == ("admit", 1)
+    assert out["one"].reason.startswith("explored on 1 vcores")
+    assert out["one"].finish_s == pytest.approx(78.0)  # its central estimate: 1.3 x 60 s
+    assert out["two"].action == "drop"  # larger than learn_cpus: its bound decides
+    busy = core.Load(jobs_per_s=0.01, vcores=1.0)
+    (d,) = core.admit([one], [], 4, 4, 0.0, est, P, load=busy)
+    assert d.action == "admit"  # with an arrival rate too (no chance of its own to price)
+    # no vcore free: it waits until its deadline, then is refused
+    (d,) = core.admit([one], [], 0, 4, 0.0, est, P)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(60.0)
+    (d,) = core.admit([one], [], 4, 4, 60.0, est, P)
+    assert d.action == "drop"
+    # once its signature has the runs the estimator needs, its own history decides
+    for _ in range(3):
+        est.learn(Outcome(new, tasks=1, work=78.0, deadline_s=60.0, max_cpus=1))
+    (d,) = core.admit([one], [], 4, 4, 0.0, est, P)
+    assert d.action == "drop"
+    # learn_cpus 0 turns exploring off, as it does trying
+    off = core.PromiseParams(learn_cpus=0)
+    (d,) = core.admit([one], [], 4, 4, 0.0, _taught(1.3, keys=OTHER), off)
+    assert d.action == "drop"
