@@ -148,3 +148,24 @@ def test_compare_in_parallel_processes_gives_the_serial_results(tmp_path: Path) 
     assert [r["policy"] for r in parallel] == ["justice", "pythia", "ltrf", "fawkes:TD"]
     assert parallel == serial
     assert _main(["simulate", "compare", *COMMON, "--policies", "ltrf", "--jobs", "0"]) == 2
+
+
+def test_deadline_basis_template_reaches_the_run(tmp_path: Path) -> None:
+    def deadlines_by_job(basis: str) -> dict[str, tuple[float, float]]:
+        out = tmp_path / basis
+        argv = ["simulate", "--trace", "recurring", "--synthetic-jobs", "60", "--capacity", "200"]
+        argv += ["--deadlines", "Fixed1x", "--deadline-basis", basis, "--policy", "pythia"]
+        assert _main([*argv, "--quiet", "--no-plots", "--out", str(out)]) == 0
+        config = json.loads((out / "summary.json").read_text())["config"]
+        assert config["deadline_basis"] == basis
+        rows = [line.split(",") for line in (out / "jobs.csv").read_text().splitlines()[1:]]
+        # job_id, ..., tasks, work, deadline: the job's own ideal run is work / min(tasks, 200)
+        return {r[0]: (float(r[4]) / min(int(r[3]), 200), float(r[5])) for r in rows}
+
+    own = deadlines_by_job("ideal")
+    assert all(d == pytest.approx(ideal) for ideal, d in own.values())
+    template = deadlines_by_job("template")
+    assert template.keys() == own.keys()
+    # runs of a template vary, so most deadlines are no longer their own run
+    differs = sum(d != pytest.approx(ideal) for ideal, d in template.values())
+    assert differs > len(template) / 2
