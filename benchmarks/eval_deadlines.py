@@ -9,7 +9,8 @@ work-prediction error (share of predictions off by 2x or more, 3Sigma's measure)
 
 Run: ``nice .venv/bin/python benchmarks/eval_deadlines.py --traces ../shared/traces
 [--limit-jobs 2000] [--out reports/eval.json]``; ``--markdown FILE...`` prints saved results
-as the table of ``docs/evaluation.md``. Workloads: ``google`` (first 19 h, one queue per
+as the table of ``docs/evaluation.md`` (``--plot FILE.png`` also draws every policy's SDR against
+its WTR, one panel per deadline basis). Workloads: ``google`` (first 19 h, one queue per
 user), ``swim-queues`` (both SWIM 2009 files, one queue each), ``swim-concat`` (both files as one
 queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities ``1x-mean`` and
 ``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
@@ -96,6 +97,40 @@ def markdown(cells: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def scatter(cells: list[dict[str, Any]], out: Path) -> None:
+    """Every policy's SDR against its WTR, one point per cell and a cross at the policy's mean,
+    one panel per deadline basis: where the goal's corner (high SDR, WTR <= 0.02) is reached."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bases = sorted({c.get("basis", "ideal") for c in cells})
+    fig, axes = plt.subplots(
+        1, len(bases), figsize=(4.4 * len(bases), 3.4), sharey=True, squeeze=False
+    )
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, basis in zip(axes[0], bases, strict=True):
+        sub = [c for c in cells if c.get("basis", "ideal") == basis]
+        for color, name in zip(colors, POLICIES, strict=False):
+            wtr = [c["results"][name]["wtr"] for c in sub]
+            sdr = [c["results"][name]["sdr"] for c in sub]
+            ax.scatter(wtr, sdr, s=9, alpha=0.45, color=color, label=name)
+            ax.scatter(
+                [sum(wtr) / len(wtr)], [sum(sdr) / len(sdr)], s=90, marker="X", color=color,
+                edgecolors="black", linewidths=0.8,
+            )  # fmt: skip
+        ax.axvline(0.02, ls=":", color="grey", lw=1)
+        ax.set_xlabel("WTR (wasted share of work)", fontsize=8)
+        what = {"ideal": "each job's own run", "template": "its template's median run"}
+        ax.set_title(f"deadline = x * {what.get(basis, basis)} ({len(sub)} cells)", fontsize=9)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_ylabel("SDR (deadlines met)", fontsize=8)
+    axes[0][0].legend(fontsize=6, loc="lower left")
+    fig.savefig(out, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+
+
 def _num(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -117,10 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--out", type=Path)
     p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
+    p.add_argument("--plot", type=Path, help="with --markdown: also draw SDR against WTR (PNG)")
     a = p.parse_args(argv)
     if a.markdown:
         cells = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
         print(markdown(cells))
+        if a.plot is not None:
+            scatter(cells, a.plot)
         return 0
     loads = workloads(a.traces, a.limit_jobs, a.seed)
     cells: list[dict[str, Any]] = []
