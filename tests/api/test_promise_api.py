@@ -306,3 +306,34 @@ async def test_a_one_task_job_whose_central_estimate_fits_is_tried_not_refused(d
         assert r["state"] == "dropped"
         deadline_at = dt.datetime.fromisoformat(r["deadline_at"]).timestamp()
         assert r["eta"]["earliest_finish_s"] - deadline_at == pytest.approx(9.0, abs=0.05)
+
+
+async def test_a_one_task_job_of_a_new_signature_is_explored_when_others_runs_refuse_it(
+    db: Db,
+) -> None:
+    # Three plain-YARN runs of other jobs each needed 1.3 times their 30 s deadline: the
+    # cluster's ratios, the only history a new signature can borrow, say no job can make it.
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        for i in range(3):
+            _learned(
+                s,
+                Application(
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
+                    queue="root.deadline", name=f"tight-{i}", app_type="YARN", tags=",",
+                    state="FINISHED", final_status="SUCCEEDED", elapsed_ms=39_000,
+                    vcore_seconds=39, first_seen_ms=0, updated_ms=0,
+                ),
+                i, tasks=1, deadline_s=30.0,
+            )  # fmt: skip
+    async with _client(db, startup_s=0.0) as client:
+        one = (await client.post("/jobs", json=body(name="fresh", requested_tasks=1))).json()
+        # refused, it would teach nothing, and neither would every new signature after it
+        assert (one["state"], one["granted_cpus"]) == ("admitted", 1), one["decision"]
+        assert one["decision"]["reason"].startswith("explored on 1 vcores")
+        # its ETA is its central estimate: 1.3 x its 120 s deadline on one vcore
+        assert one["eta"]["finish_s"] - one["eta"]["start_s"] == pytest.approx(156.0, abs=0.01)
+        two = (await client.post("/jobs", json=body(name="fresh", requested_tasks=2))).json()
+        assert two["state"] == "dropped"  # more than learn_cpus vcores: its bound decides
