@@ -681,9 +681,10 @@ PARAMS: tuple[ParamSpec, ...] = (
         int,
         1,
         "small jobs: late jobs at or below this grant whose signature is still learning run on "
-        "instead of being killed, and jobs that run whole on this many vcores are tried when "
-        "their bound misses the deadline but their central estimate meets it, when no arrival "
-        "rate is known (0: neither)",
+        "instead of being killed; jobs that run whole on this many vcores are tried when their "
+        "bound misses the deadline but their central estimate meets it, when no arrival rate is "
+        "known; and such jobs of a signature still learning are explored instead of refused "
+        "(0: none of these)",
         minimum=0,
     ),
     ParamSpec(
