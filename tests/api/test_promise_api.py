@@ -129,6 +129,25 @@ def _learned(s: Any, app: Application, i: int, *, tasks: int, deadline_s: float 
     )  # fmt: skip
 
 
+def _plain_runs(db: Db, name: str, *, tasks: int, deadline_s: float, **app: Any) -> None:
+    """Three finished plain-YARN apps of user ``al`` (``name-0`` to ``name-2``) with the
+    learning pass's observations of them."""
+    with db.sessions.begin() as s:
+        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
+        s.add(cluster)
+        s.flush()
+        for i in range(3):
+            _learned(
+                s,
+                Application(
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
+                    name=f"{name}-{i}", app_type="YARN", tags=",", state="FINISHED",
+                    final_status="SUCCEEDED", first_seen_ms=0, updated_ms=0, **app,
+                ),
+                i, tasks=tasks, deadline_s=deadline_s,
+            )  # fmt: skip
+
+
 async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -> None:
     _history(db)
     async with _client(db) as client:
@@ -207,22 +226,10 @@ async def test_plain_jobs_whose_am_waited_do_not_make_a_later_job_look_infeasibl
     """Three plain-YARN apps in the deadline queue waited 100 s for their 2 task containers of
     8 s with their AM running: 116 vcore-s each, nearly twice their 30 s x 2 vcores. Their
     tasks' work is 16 vcore-s; an unrelated 1-task job with 300 s is admitted on that."""
-    with db.sessions.begin() as s:
-        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
-        s.add(cluster)
-        s.flush()
-        for i in range(3):
-            _learned(
-                s,
-                Application(
-                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
-                    queue="deadline", name=f"burst-{i}", app_type="YARN", tags=",",
-                    state="FINISHED", final_status="SUCCEEDED", started_ms=0, launched_ms=1_000,
-                    finished_ms=101_000, elapsed_ms=101_000, vcore_seconds=116,
-                    first_seen_ms=0, updated_ms=0,
-                ),
-                i, tasks=2, deadline_s=30.0,
-            )  # fmt: skip
+    _plain_runs(
+        db, "burst", tasks=2, deadline_s=30.0, queue="deadline", started_ms=0, launched_ms=1_000,
+        finished_ms=101_000, elapsed_ms=101_000, vcore_seconds=116,
+    )  # fmt: skip
     async with _client(db) as client:
         sigs = (await client.get("/estimator")).json()["signatures"]
         # the queue's key (a job names root.deadline, YARN reports the leaf) learned 16 / 60
@@ -313,21 +320,10 @@ async def test_a_one_task_job_of_a_new_signature_is_explored_when_others_runs_re
 ) -> None:
     # Three plain-YARN runs of other jobs each needed 1.3 times their 30 s deadline: the
     # cluster's ratios, the only history a new signature can borrow, say no job can make it.
-    with db.sessions.begin() as s:
-        cluster = Cluster(name="test", rm_urls="http://rm", first_seen_ms=0)
-        s.add(cluster)
-        s.flush()
-        for i in range(3):
-            _learned(
-                s,
-                Application(
-                    app_id=f"application_1_{i:04d}", cluster_id=cluster.id, user="al",
-                    queue="root.deadline", name=f"tight-{i}", app_type="YARN", tags=",",
-                    state="FINISHED", final_status="SUCCEEDED", elapsed_ms=39_000,
-                    vcore_seconds=39, first_seen_ms=0, updated_ms=0,
-                ),
-                i, tasks=1, deadline_s=30.0,
-            )  # fmt: skip
+    _plain_runs(
+        db, "tight", tasks=1, deadline_s=30.0, queue="root.deadline", elapsed_ms=39_000,
+        vcore_seconds=39,
+    )  # fmt: skip
     async with _client(db, startup_s=0.0) as client:
         one = (await client.post("/jobs", json=body(name="fresh", requested_tasks=1))).json()
         # refused, it would teach nothing, and neither would every new signature after it
