@@ -65,6 +65,9 @@ def optimal_runtime(job: SimJob, capacity: int, basis: str = "ideal") -> float:
     """``T_i`` of the module docstring."""
     if basis == "trace" and job.runtime_s is not None and job.runtime_s > 0:
         return job.runtime_s
+    if basis == "template":
+        # a template's median is a property of the whole trace, not of one job
+        raise ValueError("basis 'template' needs the whole trace: use template_runtimes")
     if basis not in BASES:
         raise ValueError(f"unknown deadline basis {basis!r}; use one of {', '.join(BASES)}")
     return job.ideal_runtime(capacity)

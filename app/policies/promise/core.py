@@ -240,8 +240,7 @@ def admit(
         end_u = max(now_s, r.started_s + est.overhead_s + waves(r.tasks, r.cpus) * task_u)
         late = now_s - (r.submitted_s + r.deadline_s)
         if late > _EPS:
-            learning = estimator.samples(r.keys.signature) < estimator.params.min_samples
-            if learning and r.cpus <= params.learn_cpus:
+            if r.cpus <= params.learn_cpus and _still_learning(estimator, r.keys):
                 out.append(
                     Decision(
                         "keep",
@@ -301,7 +300,7 @@ def admit(
             if (
                 j.tasks <= params.learn_cpus
                 and due > now_s + _EPS
-                and estimator.samples(j.keys.signature) < estimator.params.min_samples
+                and _still_learning(estimator, j.keys)
             ):
                 # waits, if it must, until its deadline (less its start-up) passes
                 tries.append(cand._replace(lst=due, explore=True))
@@ -523,6 +522,12 @@ def _tries(
                 f"({est.source})",
             )
         )
+
+
+def _still_learning(estimator: Estimator, keys: Keys) -> bool:
+    """Whether the signature has fewer runs than its own history needs: its jobs' runs are
+    what teaches it (the kill rule keeps them running, exploration starts them)."""
+    return estimator.samples(keys.signature) < estimator.params.min_samples
 
 
 def _explore(
