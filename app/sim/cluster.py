@@ -304,6 +304,13 @@ class Cluster:
         value)."""
         return self._granted_by_q[q] + self._fs_rates[q]
 
+    def fixed_task_s(self, run: JobRun) -> float:
+        """How long one of ``run``'s tasks takes on its fixed grant, as an observer counting
+        whole waves would see it: this model runs the job's work at the grant's rate, which is
+        its waves of tasks back to back, each the run divided by the waves."""
+        tasks, grant = run.job.tasks, run.grant
+        return run.job.work / grant / -(-tasks // min(grant, tasks))
+
     def running_fair(self) -> list[JobRun]:
         """Fair-share jobs currently running."""
         return list(self.pool.runs)

@@ -87,18 +87,7 @@ class PromiseAllocator(_Admission):
             )
             for r in self._waiting.values()
         ]
-        running = [
-            core.RunningJob(
-                r.job.job_id,
-                r.job.tasks,
-                r.job.deadline_s or 0.0,
-                r.job.submit_s,
-                r.start_s if r.start_s is not None else now,
-                r.grant,
-                self._keys[r.job.job_id],
-            )
-            for r in self._running.values()
-        ]
+        running = [self._running_job(r, now) for r in self._running.values()]
         out: list[justice.Decision] = []
         cap = self.ctx.cluster.capacity
         load = self.meter.load(now)
@@ -112,6 +101,38 @@ class PromiseAllocator(_Admission):
             out.append(justice.Decision(d.action, d.job_id, d.cpus, d.reason))
         self._wake_at(wake)
         return out
+
+    def _running_job(self, r: JobRun, now: float) -> core.RunningJob:
+        """What the sidecar knows of a running job, its first wave's tasks included: how long
+        they have run, up to the task duration of the cluster's model."""
+        assert self.ctx is not None
+        start = r.start_s if r.start_s is not None else now
+        return core.RunningJob(
+            r.job.job_id,
+            r.job.tasks,
+            r.job.deadline_s or 0.0,
+            r.job.submit_s,
+            start,
+            r.grant,
+            self._keys[r.job.job_id],
+            min(now - start, self.ctx.cluster.fixed_task_s(r)),
+        )
+
+    def _apply(self, d: justice.Decision) -> None:
+        """Apply, and for an admitted job of several waves that will miss, run a round when
+        its first wave's tasks have run long enough to show it (``core.first_wave_verdict_s``),
+        as the sidecar's next poll after that moment would. A one-wave job shows it only at its
+        deadline, where the rounds stay as they were: at the next arrival or completion."""
+        super()._apply(d)
+        if d.action != "admit":
+            return
+        assert self.ctx is not None
+        ctx = self.ctx
+        run = self._running[d.job_id]
+        n_waves = core.waves(run.job.tasks, run.grant)
+        if n_waves > 1 and ctx.now + n_waves * ctx.cluster.fixed_task_s(run) > run.deadline_at:
+            at = core.first_wave_verdict_s(self._running_job(run, ctx.now))
+            ctx.engine.schedule(max(at, ctx.now) + 1e-6, self._request, PRIORITY_ADMISSION)
 
     def _wake_at(self, at: float) -> None:
         """Run admission again when a queued job's latest start passes: no arrival or

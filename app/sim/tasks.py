@@ -150,6 +150,10 @@ class TaskCluster(Cluster):
             done_at, lambda: self._finish_fixed(run), PRIORITY_COMPLETION
         )
 
+    def fixed_task_s(self, run: JobRun) -> float:
+        """One of ``run``'s tasks: its work spread evenly over its tasks."""
+        return task_seconds(run)
+
     # ----- fair share ---------------------------------------------------------------------------
     def start_fair(self, run: JobRun) -> None:
         """Queue ``run``'s tasks for containers; it gets them as they free up."""

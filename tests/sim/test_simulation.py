@@ -116,6 +116,25 @@ def test_promise_keeps_learning_when_deadlines_follow_templates_not_runs() -> No
     assert _wtr(promise) < _wtr(pythia)
 
 
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+def test_promise_ends_a_job_its_first_wave_shows_will_miss(model: str) -> None:
+    # Three runs teach the signature 10 s tasks; the fourth has 30 s tasks. Promised 2 vcores
+    # (4 waves of its bound fit its 40 s deadline), its first wave has run 10 s without ending
+    # at 110 s: 4 waves end at 140 s at the earliest, its deadline. Killed then, it has used 20
+    # vcore-seconds, where the kill at its deadline would have burned 80.
+    jobs = [SimJob(f"etl-{i}", 30.0 * i, 4, 40.0, name="etl", deadline_s=20.0) for i in range(3)]
+    jobs.append(SimJob("etl-big", 100.0, 8, 240.0, name="etl", deadline_s=40.0))
+    runs = {
+        r.job.job_id: r
+        for r in experiment.run_policy("promise", jobs, ClusterSpec(4), model=model).runs
+    }
+    big = runs["etl-big"]
+    assert big.status is Status.KILLED and big.grant == 2
+    assert big.end_s == pytest.approx(110.0) and big.consumed == pytest.approx(20.0)
+    assert "first tasks ran 10s" in big.reason
+    assert all(runs[f"etl-{i}"].status is Status.SUCCEEDED for i in range(3))
+
+
 def test_runs_are_deterministic() -> None:
     jobs = _jobs(1, "Aria1x3x")
     a, b = _run("justice", jobs).summary(), _run("justice", jobs).summary()

@@ -35,6 +35,15 @@ or waste work on real traces:
 * Learning-aware kills: a running job past its deadline is killed (continuing only wastes
   capacity), unless it is small (``learn_cpus`` vcores or fewer) and its signature has fewer runs
   than the estimator needs (its completion is what teaches the estimator that signature).
+* First wave: a promised job whose bound was wrong need not hold its grant until its deadline.
+  Its first wave's tasks show their duration as they run: ``RunningJob.task_floor_s`` is how
+  long they have run without one ending (or what they took), so ``ceil(n / g)`` waves of tasks
+  alike end no earlier than ``started + waves * floor``; once that is after its deadline the job
+  is killed then, under the same learning exception. A one-wave job shows it only at its
+  deadline. The caller supplies the observation (the simulator from its model, the live sidecar
+  from the RM's container list for jobs that run one task per container); without one it is 0
+  and only the deadline kill applies. On the evaluation grid (``docs/evaluation.md``) it cut
+  WTR above 0.02 from 8 cells to none and raised SDR in 14 cells, lowering it in none.
 * Tries (``_tries``): a job whose bound misses its deadline but that some of its history says
   would meet it is not hopeless. It is started on capacity free after the promised jobs when its
   chance of meeting the deadline, ``p`` (the share of its history samples whose work fits), is
@@ -129,6 +138,15 @@ class RunningJob:
     started_s: float
     cpus: int
     keys: Keys
+    # What its tasks showed so far: how long its first wave's tasks have run without ending, or
+    # took once they ended, a lower bound of a task's duration; 0: not observed (``admit``,
+    # "first wave").
+    task_floor_s: float = 0.0
+
+    @property
+    def deadline_at(self) -> float:
+        """Absolute deadline."""
+        return self.submitted_s + self.deadline_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,30 +254,33 @@ def admit(
     releases: list[tuple[float, int]] = []
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
-        task_u = est.upper / r.tasks
+        task_u = max(est.upper / r.tasks, r.task_floor_s)
         end_u = max(now_s, r.started_s + est.overhead_s + waves(r.tasks, r.cpus) * task_u)
-        late = now_s - (r.submitted_s + r.deadline_s)
-        if late > _EPS:
+        late = now_s - r.deadline_at
+        # the earliest it can end if its tasks are alike: its waves, each at least as long as
+        # its first wave's tasks have already run
+        end_lb = r.started_s + waves(r.tasks, r.cpus) * r.task_floor_s
+        if late > _EPS or (r.task_floor_s > 0 and end_lb > r.deadline_at + _EPS):
+            why = (
+                f"past its deadline by {late:g}s"
+                if late > _EPS
+                else f"its first tasks ran {r.task_floor_s:g}s without ending: "
+                f"{waves(r.tasks, r.cpus)} waves end at {_at(end_lb, now_s)} at the earliest, "
+                f"after its deadline {_at(r.deadline_at, now_s)}"
+            )
             if r.cpus <= params.learn_cpus and _still_learning(estimator, r.keys):
                 out.append(
                     Decision(
                         "keep",
                         r.id,
                         r.cpus,
-                        f"past its deadline by {late:g}s; kept: small, and its signature has "
-                        f"fewer than {estimator.params.min_samples} runs to learn from",
+                        f"{why}; kept: small, and its signature has fewer than "
+                        f"{estimator.params.min_samples} runs to learn from",
                     )
                 )
             else:
                 free += r.cpus + am
-                out.append(
-                    Decision(
-                        "kill",
-                        r.id,
-                        r.cpus + am,
-                        f"past its deadline by {late:g}s; it can no longer succeed",
-                    )
-                )
+                out.append(Decision("kill", r.id, r.cpus + am, f"{why}; it can no longer succeed"))
                 continue
         releases.append((end_u, r.cpus + am))
 
@@ -642,6 +663,13 @@ def _queued(j: WaitingJob, est: Estimate, lst: float, waits_for: str) -> Decisio
         source=est.source,
         latest_start_s=lst,
     )
+
+
+def first_wave_verdict_s(r: RunningJob) -> float:
+    """When ``admit`` kills ``r`` if its first wave's tasks are still running then: from that
+    moment its waves, each as long as the first has run, end after its deadline (the caller's
+    next round after it is when the rule can act)."""
+    return r.started_s + (r.deadline_at - r.started_s) / waves(r.tasks, r.cpus)
 
 
 def booked_floor(running: Sequence[RunningJob], params: PromiseParams) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -135,6 +136,38 @@ def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() 
     out = {d.job_id: d for d in core.admit([], [late, new], 0, 10, 150.0, est, P)}
     assert out["late"].action == "kill" and out["late"].cpus == 2
     assert out["new"].action == "keep"  # OTHER has no runs yet and holds 1 vcore
+
+
+def test_a_job_whose_first_wave_shows_it_will_miss_is_killed_before_its_deadline() -> None:
+    est = _taught(0.5, keys=K)  # bound: 4 tasks x 50 s of work; K has nothing more to learn
+    # 4 tasks on 2 vcores: 2 waves. Its first tasks have run 60 s without ending at t = 60, so
+    # the second wave ends at 120 s at the earliest, after its deadline at 100 s.
+    slow = core.RunningJob("slow", 4, 100.0, 0.0, 0.0, 2, K, task_floor_s=60.0)
+    # 40 s so far: 2 x 40 = 80 s <= 100 s, it may still make it
+    ok = core.RunningJob("ok", 4, 100.0, 0.0, 0.0, 2, K, task_floor_s=40.0)
+    # a one-task job of a signature still learning runs on, as a late one would
+    small = core.RunningJob("small", 1, 50.0, 0.0, 0.0, 1, OTHER, task_floor_s=60.0)
+    out = {d.job_id: d for d in core.admit([], [slow, ok, small], 5, 10, 60.0, est, P)}
+    assert out["slow"].action == "kill" and out["slow"].cpus == 2
+    assert "first tasks ran 60s" in out["slow"].reason and "2 waves" in out["slow"].reason
+    assert "ok" not in out
+    assert out["small"].action == "keep"
+    # the verdict comes at start + (deadline - start) / waves: 50 s for both 2-wave jobs
+    assert core.first_wave_verdict_s(slow) == pytest.approx(50.0)
+
+
+def test_a_running_job_slower_than_its_bound_frees_its_vcores_later_in_the_eta() -> None:
+    est = _taught(0.5, keys=K)
+    # 8 tasks on the whole 4-vcore cluster, 2 waves; its bound is 25 s a task (ratio 0.5 of a
+    # 100 s deadline on 4 vcores), so it would free them at 50 s. Its first wave took 40 s:
+    # 2 x 40 = 80 s still meets the deadline, and the vcores free up at 80 s, not 50 s.
+    r = core.RunningJob("r", 8, 100.0, 0.0, 0.0, 4, K, task_floor_s=40.0)
+    waiting = core.WaitingJob("w", 4, 300.0, 45.0, K)
+    out = {d.job_id: d for d in core.admit([waiting], [r], 0, 4, 45.0, est, P)}
+    assert "r" not in out
+    assert out["w"].action == "queue" and out["w"].start_s == pytest.approx(80.0)
+    unseen = dataclasses.replace(r, task_floor_s=0.0)
+    assert core.admit([waiting], [unseen], 0, 4, 45.0, est, P)[0].start_s == pytest.approx(50.0)
 
 
 def test_am_containers_are_booked_and_floor_counts_them() -> None:
