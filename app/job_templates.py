@@ -95,6 +95,8 @@ class Template(_Strict):
     environment: dict[str, str] = Field(default_factory=dict)
     local_resources: tuple[LocalResource, ...] = ()
     max_app_attempts: int = Field(1, ge=1, le=10)
+    # Each task runs in a container of its own (``app.jobs.first_wave``): MapReduce, not Spark.
+    task_containers: bool = False
 
     @model_validator(mode="after")
     def _placeholders_declared(self) -> Template:
@@ -200,4 +202,5 @@ def render(
         "application_type": template.application_type,
         "max_app_attempts": template.max_app_attempts,
         "priority": 0,
+        "task_containers": template.task_containers,
     }

@@ -51,6 +51,13 @@ class ApplicationRun(_In):
     application_type: str = Field("YARN", min_length=1, max_length=100)
     max_app_attempts: int = Field(1, ge=1, le=10)
     priority: int = Field(0, ge=0, le=1000)
+    task_containers: bool = Field(
+        False,
+        description="Each task runs in a container of its own that ends with it (MapReduce, Tez "
+        "without container reuse; not Spark executors): the sidecar may then time the first "
+        "wave from the RM's container list and end the job before its deadline once its waves "
+        "cannot finish in time.",
+    )
 
 
 class SleepRun(_In):
@@ -150,6 +157,9 @@ class JobIn(_In):
     def fingerprint(self) -> str:
         """Hash of the request without its idempotency key (same key + other body -> 409)."""
         body = self.model_dump(mode="json", exclude={"idempotency_key"})
+        if body["run"].get("task_containers") is False:
+            # added later: a request without it hashes as it did before
+            del body["run"]["task_containers"]
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
@@ -196,6 +206,12 @@ class JobOut(BaseModel):
     elapsed_ms: int | None
     vcore_seconds: int | None
     met_deadline: bool | None
+    task_floor_s: float | None = Field(
+        None,
+        description="How long its first wave's tasks had run without one ending, timed from the "
+        "RM's container list when its run sets task_containers (Promise ends the job once its "
+        "waves at that pace cannot finish by the deadline); null until timed.",
+    )
     reason: str
     updated_at: dt.datetime
     owner: str | None = Field(None, description="The user it runs as and who may cancel it.")

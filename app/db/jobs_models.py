@@ -74,6 +74,9 @@ class Job(Base):
     elapsed_ms: Mapped[int | None] = mapped_column(BigInteger)
     vcore_seconds: Mapped[int | None] = mapped_column(BigInteger)
     met_deadline: Mapped[bool | None] = mapped_column(Boolean)
+    # How long its first tasks have run without one ending, the largest seen (``app.jobs.
+    # first_wave``); None until timed.
+    task_floor_s: Mapped[float | None] = mapped_column(Float)
     lifetime_expiry_ms: Mapped[int | None] = mapped_column(BigInteger)
     timeout_set: Mapped[bool] = mapped_column(Boolean, default=False)
     reason: Mapped[str] = mapped_column(Text, default="")

@@ -51,6 +51,7 @@ from app.domain.tags import (
     JOB_TAG,
     KILLED,
     QUEUED,
+    SUBMITTED,
 )
 from app.policies.base import WaitingFilter
 from app.policies.justice import core as justice
@@ -209,6 +210,43 @@ def jobs_in(
     if not with_timeout:
         stmt = stmt.where(Job.timeout_set.is_(False))
     return list(session.scalars(stmt.order_by(Job.submitted_ms, Job.id).limit(limit)))
+
+
+def timed_jobs(session: Session, run_field: str, limit: int) -> list[tuple[str, str]]:
+    """``(job id, app id)`` of submitted jobs whose app is RUNNING and whose run sets
+    ``run_field`` true, earliest deadline first (their first waves are timed: ``app.jobs.
+    first_wave``). The run is JSON, read here rather than queried per database dialect; the
+    jobs whose apps run at once are few."""
+    stmt = (
+        select(Job.id, Job.app_id, Job.run)
+        .where(Job.state == SUBMITTED, Job.app_state == "RUNNING", Job.app_id.is_not(None))
+        .order_by(Job.deadline_ms, Job.id)
+    )
+    out: list[tuple[str, str]] = []
+    for job_id, app_id, run in session.execute(stmt):
+        if isinstance(run, dict) and run.get(run_field) is True and app_id is not None:
+            out.append((job_id, app_id))
+            if len(out) >= limit:
+                break
+    return out
+
+
+def raise_task_floors(session: Session, floors: Mapping[str, float]) -> int:
+    """Store each job's first-wave time where it is larger than the one stored and the job is
+    still submitted (a bound only grows); returns the rows changed."""
+    changed = 0
+    for job_id, floor in floors.items():
+        result = session.execute(
+            update(Job)
+            .where(
+                Job.id == job_id,
+                Job.state == SUBMITTED,
+                or_(Job.task_floor_s.is_(None), Job.task_floor_s < floor),
+            )
+            .values(task_floor_s=floor)
+        )
+        changed += result.rowcount  # type: ignore[attr-defined]
+    return changed
 
 
 def _plain_rows(session: Session, stmt: Select[*_Ts]) -> Sequence[Row[*_Ts]]:

@@ -278,7 +278,8 @@ def admission_jobs(
     its own ``execute`` would."""
     columns = (
         Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms,
-        Job.admitted_ms, Job.granted_cpus, Job.name, Job.run, Job.owner, Job.tags, Job.queue,
+        Job.admitted_ms, Job.granted_cpus, Job.task_floor_s, Job.name, Job.run, Job.owner,
+        Job.tags, Job.queue,
     )  # fmt: skip
     stmt = (
         select(*columns)
@@ -289,14 +290,16 @@ def admission_jobs(
     waiting: list[core.WaitingJob] = []
     running: list[core.RunningJob] = []
     for row in session.connection().execute(stmt):
-        job_id, state, tasks, deadline_s, submitted_ms, admitted_ms, cpus = row[:7]
-        keys = run_keys(*row[7:])
+        job_id, state, tasks, deadline_s, submitted_ms, admitted_ms, cpus, floor = row[:8]
+        keys = run_keys(*row[8:])
         submitted = submitted_ms / 1000
         if state == QUEUED:
             waiting.append(core.WaitingJob(job_id, tasks, deadline_s, submitted, keys))
         else:
             started = (admitted_ms or submitted_ms) / 1000
             running.append(
-                core.RunningJob(job_id, tasks, deadline_s, submitted, started, cpus or 0, keys)
+                core.RunningJob(
+                    job_id, tasks, deadline_s, submitted, started, cpus or 0, keys, floor or 0.0
+                )
             )
     return waiting, running

@@ -146,6 +146,23 @@ class NodeState:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveContainer:
+    """One container the RM lists for an application attempt (it lists running ones only)."""
+
+    container_id: str
+    elapsed_ms: int  # the RM's own clock: now (or its finish) less its start
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptContainers:
+    """An application's current attempt: its ApplicationMaster's container and the live ones."""
+
+    attempt_id: str
+    am_container_id: str
+    containers: tuple[LiveContainer, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """Everything one poll saw, at one instant (``taken_ms``, epoch milliseconds)."""
 

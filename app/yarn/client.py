@@ -49,6 +49,7 @@ from pydantic import BaseModel
 from app.domain.model import (
     FINAL_APP_STATES,
     AppRecord,
+    AttemptContainers,
     ClusterInfo,
     ClusterMetrics,
     ClusterSnapshot,
@@ -229,6 +230,20 @@ class RMClient(PooledClient):
         """``GET /apps/{id}``; an unknown id raises ``RMNotFound``."""
         envelope = await self._get_json(f"/apps/{_seg(app_id)}", wire.AppEnvelope)
         return mapping.app_record(envelope.app)
+
+    async def attempt_containers(self, app_id: str) -> AttemptContainers | None:
+        """The live containers of ``app_id``'s latest attempt: ``GET /apps/{id}/appattempts``,
+        then ``.../appattempts/{attempt}/containers`` (2.9.0+); None before its first attempt."""
+        base = f"/apps/{_seg(app_id)}/appattempts"
+        attempts = await self._get_json(base, wire.AppAttemptsEnvelope)
+        items = attempts.appAttempts.appAttempt if attempts.appAttempts is not None else []
+        if not items:
+            return None
+        last = max(items, key=lambda a: a.id)
+        listed = await self._get_json(
+            f"{base}/{_seg(last.appAttemptId)}/containers", wire.ContainersEnvelope
+        )
+        return mapping.attempt_containers(last, listed)
 
     async def nodes(self, states: Sequence[str] | None = None) -> tuple[NodeState, ...]:
         """``GET /nodes``, optionally filtered by node state."""

@@ -12,17 +12,21 @@ from collections.abc import Iterator
 
 from app.domain.model import (
     AppRecord,
+    AttemptContainers,
     ClusterInfo,
     ClusterMetrics,
+    LiveContainer,
     NodeState,
     QueueState,
     Resources,
     SchedulerSettings,
 )
 from app.yarn.wire import (
+    AppAttemptWire,
     AppInfoWire,
     ClusterInfoWire,
     ClusterMetricsWire,
+    ContainersEnvelope,
     NodeInfoWire,
     PartitionUsage,
     QueueWire,
@@ -167,6 +171,17 @@ def _resources(wire: ResourceInfo) -> Resources:
 
 
 # --- apps, nodes ------------------------------------------------------------------------------
+
+
+def attempt_containers(attempt: AppAttemptWire, listed: ContainersEnvelope) -> AttemptContainers:
+    """An attempt and its live containers -> ``AttemptContainers``."""
+    return AttemptContainers(
+        attempt_id=attempt.appAttemptId,
+        am_container_id=attempt.containerId,
+        containers=tuple(
+            LiveContainer(c.containerId, max(c.elapsedTime, 0)) for c in listed.container
+        ),
+    )
 
 
 def app_record(wire: AppInfoWire) -> AppRecord:

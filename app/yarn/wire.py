@@ -291,6 +291,41 @@ class AppEnvelope(_Wire):
     app: AppInfoWire
 
 
+class AppAttemptWire(_Wire):
+    """``AppAttemptInfo`` (section 3.6)."""
+
+    id: int = 0
+    appAttemptId: str
+    containerId: _Str = ""
+    appAttemptState: _Str = ""
+
+
+class AppAttemptList(_Wire):
+    """``appAttempts``: ``{"appAttempt": [...]}``."""
+
+    appAttempt: Annotated[list[AppAttemptWire], BeforeValidator(_as_list)] = []
+
+
+class AppAttemptsEnvelope(_Wire):
+    """``GET /apps/{id}/appattempts``."""
+
+    appAttempts: AppAttemptList | None = None
+
+
+class ContainerWire(_Wire):
+    """``ContainerInfo`` of ``GET /apps/{id}/appattempts/{attempt}/containers`` (section 3.6)."""
+
+    containerId: str
+    elapsedTime: int = 0
+    containerState: _Str = ""
+
+
+class ContainersEnvelope(_Wire):
+    """``{"container": [...]}``; the RM lists the attempt's live containers only."""
+
+    container: Annotated[list[ContainerWire], BeforeValidator(_as_list)] = []
+
+
 class AppStateWire(_Wire):
     """``AppState``: ``{"state": "ACCEPTED"}`` from ``GET/PUT /apps/{id}/state``."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.yarn import workload
 from tests.integration.conftest import YarnCluster
 from tests.integration.sidecar_app import learn_at_first_final_poll, settings_for, sidecar
 
@@ -112,3 +114,65 @@ async def test_promise_learns_per_signature_on_a_real_rm(
     # signature's) once each job's own history is used.
     assert runs["short"][-1]["eta_error_s"] < runs["short"][0]["eta_error_s"] / 3
     assert runs["long"][-1]["eta_error_s"] < runs["long"][0]["eta_error_s"] / 2
+
+
+async def test_a_job_whose_first_wave_shows_a_miss_is_killed_before_its_deadline(
+    yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
+) -> None:
+    """Three runs of ``profile:fw`` teach 2 s tasks. The fourth, a distributed-shell app the user
+    brings (``task_containers``: one task per container), declares 4 such tasks but its first
+    sleeps 120 s. Promised one vcore (4 waves of 2 s fit its 60 s easily), it is
+    timed from the RM's container list: once its task has run 15 s without ending, 4 waves cannot
+    end by the deadline, and it is killed then, not at its deadline."""
+    settings = settings_for(
+        yarn_cluster, tmp_path, "it-first-wave", deadline_capacity_vcores=4,
+        admission_policy="promise",
+        resource_roots=(harness.staging_dir.resolve().as_uri() + "/",),
+    )  # fmt: skip
+    staged = workload.stage_shell_command(harness.staging_dir, "first-wave", "sleep 120")
+    spec = workload.AppSpec(queue="default", num_containers=1, container_memory_mb=128)
+    # the AM's classpath is longer than a job's command may be: it goes in the environment
+    command = workload.am_command(spec, harness).replace(
+        f"-cp {shlex.quote(harness.am_classpath)} ", ""
+    )
+    run = {
+        "kind": "application",
+        "command": command,
+        "environment": {"CLASSPATH": harness.am_classpath},
+        "resource": {"memory_mb": 256, "vcores": 1},
+        "local_resources": [
+            {
+                "name": workload.SHELL_COMMAND_RESOURCE,
+                "resource": staged.path.resolve().as_uri(),
+                "size": staged.size,
+                "timestamp": staged.timestamp_ms,
+            }
+        ],
+        "task_containers": True,
+    }
+    async with sidecar(settings) as client:
+        for i in range(3):
+            await run_one(client, "fw", 2, i)
+        body = {
+            "name": "fw-slow", "deadline": 60, "requested_tasks": 4, "tags": ["profile:fw"],
+            "run": run,
+        }  # fmt: skip
+        r = await client.post("/jobs", json=body)
+        assert r.status_code == 202, r.text
+        job = r.json()
+        assert (job["state"], job["granted_cpus"]) == ("admitted", 1), job["decision"]
+        admitted = dt.datetime.fromisoformat(job["admitted_at"]).timestamp()
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            detail = (await client.get(f"/jobs/{job['id']}")).json()
+            if detail["state"] in ("finished", "failed", "killed", "dropped"):
+                break
+            await asyncio.sleep(1)
+    assert detail["state"] == "killed", detail
+    kill = next(d for d in detail["decisions"] if d["action"] == "kill")
+    print(kill["reason"], detail["finished_at"])
+    assert "first tasks ran" in kill["reason"] and "4 waves" in kill["reason"]
+    assert detail["task_floor_s"] > 15
+    # killed well before its deadline: the first wave showed the miss
+    killed_at = dt.datetime.fromisoformat(kill["at"]).timestamp()
+    assert killed_at < admitted + 45

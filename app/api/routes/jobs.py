@@ -110,6 +110,7 @@ def job_out(row: Job) -> JobOut:
         elapsed_ms=row.elapsed_ms,
         vcore_seconds=row.vcore_seconds,
         met_deadline=row.met_deadline,
+        task_floor_s=row.task_floor_s,
         reason=row.reason,
         updated_at=ms_to_utc(row.updated_ms),
         owner=row.owner,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import repo
 from app.db.jobs_models import Job, JobDecision
-from app.domain.model import AppRecord
+from app.domain.model import AppRecord, AttemptContainers
 from app.jobs.rounds import AdmissionConfig, LearnResult, RoundResult
 from app.services.base import Clock
 from app.yarn.wire import NewApplication
@@ -37,6 +37,8 @@ class JobsRM(Protocol):
     ) -> str: ...
 
     async def set_application_timeout(self, app_id: str, expiry_ms: int) -> None: ...
+
+    async def attempt_containers(self, app_id: str) -> AttemptContainers | None: ...
 
 
 class JobRejected(Exception):

@@ -17,7 +17,7 @@ from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES
-from app.jobs import tick_round
+from app.jobs import first_wave, tick_round
 from app.jobs.rounds import (
     AdmissionConfig,
     LearnResult,
@@ -25,6 +25,7 @@ from app.jobs.rounds import (
     RoundResult,
     admission_round,
     learn_pass,
+    policy_of,
     record_step,
 )
 from app.services.admission.common import (
@@ -39,7 +40,10 @@ from app.services.admission.policy import PolicyChoice
 from app.services.admission.submit import Submission
 from app.services.admission_batch import Overloaded, SubmissionBatcher
 from app.services.base import Clock, LoopService, wall_clock_ms
-from app.yarn.errors import RMProtocolError, RMRejected, RMUnavailable
+from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+
+# Running jobs whose first wave one tick times (two RM requests each), earliest deadline first.
+MAX_TIMED_JOBS = 100
 
 
 class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
@@ -263,10 +267,40 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         except RMUnavailable as exc:
             self.log.warning("RM unavailable, unseen apps are looked up next tick: %s", exc)
         self.last_learn = await asyncio.to_thread(self._learn, now_ms)
+        if self.may_act():
+            try:
+                await self._time_first_waves()
+            except RMUnavailable as exc:
+                self.log.warning("RM unavailable, first waves are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
         self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
         if self.options.writes_enabled:
             await self.act()
+
+    async def _time_first_waves(self) -> None:
+        """Time the first wave of each running job whose tasks run one per container from its
+        attempt's live containers (``app.jobs.first_wave``), for Promise's first-wave rule; the
+        round that follows reads the stored bounds."""
+        with self.sessions() as session:
+            if policy_of(self.peek_cfg(session)).name != "promise":
+                return  # the one policy with a first-wave rule
+            timed = jobs_repo.timed_jobs(session, first_wave.TASK_CONTAINERS, MAX_TIMED_JOBS)
+        floors: dict[str, float] = {}
+        for job_id, app_id in timed:
+            try:
+                attempt = await self.rm.attempt_containers(app_id)
+            except (RMNotFound, RMRejected, RMProtocolError) as exc:
+                self.log.info("job %s: its containers could not be read: %s", job_id, exc)
+                continue
+            floor = None if attempt is None else first_wave.task_floor_s(attempt)
+            if floor is not None:
+                floors[job_id] = floor
+        if floors:
+            await asyncio.to_thread(self._store_floors, floors)
+
+    def _store_floors(self, floors: dict[str, float]) -> None:
+        with self._db_lock, transaction(self.sessions) as session:
+            jobs_repo.raise_task_floors(session, floors)
 
     def _learn(self, now_ms: int) -> LearnResult:
         with self._db_lock, transaction(self.sessions) as session:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.domain.model import AppRecord, Resources
+from app.domain.model import AppRecord, AttemptContainers, Resources
 from app.yarn.errors import RMNotFound, RMRejected, RMUnavailable
 from app.yarn.wire import NewApplication
 
@@ -30,6 +30,8 @@ class FakeRM:
     reject_submit: str | None = None
     unavailable: bool = False
     counter: int = 0
+    # what ``attempt_containers`` answers per app id (absent: no attempt yet)
+    attempts: dict[str, AttemptContainers] = field(default_factory=dict)
 
     def _check(self) -> None:
         if self.unavailable:
@@ -93,6 +95,12 @@ class FakeRM:
         if app_id not in self.apps_by_id:
             raise RMNotFound(404, f"app with id: {app_id} not found")
         self.timeouts[app_id] = expiry_ms
+
+    async def attempt_containers(self, app_id: str) -> AttemptContainers | None:
+        self._check()
+        if app_id not in self.apps_by_id:
+            raise RMNotFound(404, f"app with id: {app_id} not found")
+        return self.attempts.get(app_id)
 
     def finish(
         self, app_id: str, *, at_ms: int, vcore_seconds: int, state: str = "FINISHED"

@@ -151,6 +151,36 @@ async def test_single_app(name: str) -> None:
     assert app.submitted_ms == raw["app"]["startedTime"]
 
 
+async def test_attempt_containers_asks_for_the_latest_attempt_and_lists_its_containers() -> None:
+    attempts, listed = recorded("app_attempts_running.json"), recorded("attempt_containers.json")
+    attempt = attempts["appAttempts"]["appAttempt"][-1]
+    app_id = attempt["containerId"].replace("container_", "application_").rsplit("_", 2)[0]
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(
+            200, json=listed if request.url.path.endswith("/containers") else attempts
+        )
+
+    async with RMClient([RM], transport=httpx.MockTransport(handler)) as client:
+        got = await client.attempt_containers(app_id)
+    assert seen == [
+        f"/ws/v1/cluster/apps/{app_id}/appattempts",
+        f"/ws/v1/cluster/apps/{app_id}/appattempts/{attempt['appAttemptId']}/containers",
+    ]
+    assert got is not None and got.attempt_id == attempt["appAttemptId"]
+    assert got.am_container_id == attempt["containerId"]
+    assert [(c.container_id, c.elapsed_ms) for c in got.containers] == [
+        (c["containerId"], c["elapsedTime"]) for c in listed["container"]
+    ]
+
+
+async def test_attempt_containers_before_any_attempt() -> None:
+    async with replay(200, {"appAttempts": {}}) as client:
+        assert await client.attempt_containers("application_1_0001") is None
+
+
 async def test_app_not_found() -> None:
     raw = recorded("app_not_found_404.json")
     async with replay(404, raw) as client:

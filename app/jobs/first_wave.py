@@ -1,0 +1,53 @@
+"""A running job's first wave, timed from the RM's container list: the observation behind
+Promise's first-wave rule (``app.policies.promise.core``, "First wave").
+
+The rule needs a lower bound of how long the job's tasks take: how long its first tasks have run
+without one ending. The RM lists an application attempt's live containers with their elapsed
+time by its own clock (``RMClient.attempt_containers``). That times tasks only when each task
+runs in a container of its own that ends with it (MapReduce, Tez without container reuse), so a
+job's run must say so (``task_containers``): a Spark executor or the built-in ``sleep`` template
+runs many tasks, or all of its waves, in one long container, whose age says nothing about a task.
+
+While none of the attempt's task containers has ended, the youngest one's age is a time every
+task started so far has run without ending. A container that has ended is no longer listed;
+container numbers of an attempt are consecutive from its ApplicationMaster's, so a number
+missing below the highest means one ended, and from then on the bound stays where it was (the
+caller keeps the largest bound seen). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from app.domain.model import AttemptContainers
+
+TASK_CONTAINERS = "task_containers"
+"""The run field by which a job says each of its tasks runs in a container of its own."""
+
+
+def _number(container_id: str) -> tuple[str, int] | None:
+    """``container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<n>`` -> (everything before ``n``,
+    ``n``); None for any other form."""
+    prefix, _, tail = container_id.rpartition("_")
+    if not prefix.startswith("container_") or not tail.isdigit():
+        return None
+    return prefix, int(tail)
+
+
+def task_floor_s(attempt: AttemptContainers) -> float | None:
+    """Seconds every task container of ``attempt`` has run while none has ended; None when one
+    has ended, none has started, or an id is not one this reads (module docstring)."""
+    am = _number(attempt.am_container_id)
+    if am is None:
+        return None
+    ages: list[int] = []
+    highest = am[1]
+    for c in attempt.containers:
+        if c.container_id == attempt.am_container_id:
+            continue
+        number = _number(c.container_id)
+        if number is None or number[0] != am[0]:
+            return None
+        highest = max(highest, number[1])
+        ages.append(c.elapsed_ms)
+    if not ages or highest - am[1] > len(ages):
+        return None
+    return min(ages) / 1000

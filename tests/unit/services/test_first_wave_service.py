@@ -1,0 +1,107 @@
+"""The admission service times a running job's first wave from the RM's container list and
+Promise ends the job once its waves cannot finish in time (``app/jobs/first_wave.py``,
+``app/policies/promise/core.py`` "First wave"), on both engines against an in-memory RM."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from app.db import jobs_repo
+from app.domain.model import AttemptContainers, LiveContainer
+from app.services.admission import AdmissionService
+from tests.conftest import Db
+from tests.unit.jobs.fakes import FakeRM
+from tests.unit.services.test_admission import Clock, Env, load, new_job, record_apps
+
+# No history, no AM booked, no start-up prior: a 16-task job with a 100 s deadline is bounded
+# by the whole deadline on the 8 vcores, 50 s a task, and promised 8 vcores for 2 waves.
+PROMISE = {"am_containers": 0, "startup_s": 0.0}
+
+
+@pytest.fixture
+def env(db: Db) -> Iterator[Env]:
+    yield Env(db, FakeRM(), Clock())
+
+
+def _admitted(env: Env, service: AdmissionService, *, task_containers: bool) -> str:
+    """A 16-task job admitted on 8 vcores."""
+    now = env.clock.now
+    run = {"kind": "application", "command": "sleep 1", "task_containers": task_containers}
+    result = service.create_job(replace(new_job(16, 100, now), run=run), now)
+    assert result.job.granted_cpus == 8, result.decision
+    return result.job.id
+
+
+def _attempt(app_id: str, ages_s: list[float]) -> AttemptContainers:
+    prefix = app_id.replace("application_", "container_") + "_01"
+    containers = [LiveContainer(f"{prefix}_000001", int(max(ages_s) * 1000) + 3000)]
+    containers += [
+        LiveContainer(f"{prefix}_{i + 2:06d}", int(age * 1000)) for i, age in enumerate(ages_s)
+    ]
+    return AttemptContainers(
+        f"appattempt_{app_id[12:]}_000001", containers[0].container_id, tuple(containers)
+    )
+
+
+async def _start(env: Env, task_containers: bool) -> tuple[AdmissionService, str, str]:
+    """The job admitted, submitted and RUNNING in the RM's listing."""
+    service = env.service()
+    service.set_policy("promise", PROMISE, env.clock.now)
+    job_id = _admitted(env, service, task_containers=task_containers)
+    await service.act()
+    app_id = load(env, job_id).app_id
+    assert app_id is not None
+    record_apps(env, replace(env.rm.apps_by_id[app_id], state="RUNNING"))
+    return service, job_id, app_id
+
+
+async def test_a_job_whose_first_wave_shows_a_miss_is_killed_before_its_deadline(env: Env) -> None:
+    service, job_id, app_id = await _start(env, task_containers=True)
+    # 40 s in, its 8 tasks have run 38 s without one ending: 2 x 38 = 76 s, it may still make it
+    env.clock.advance(40)
+    env.rm.attempts[app_id] = _attempt(app_id, [38.0] * 7 + [38.5])
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert (job.state, job.task_floor_s) == ("submitted", 38.0)
+    # 55 s in, 53 s without one ending: 2 waves end 106 s after admission at the earliest
+    env.clock.advance(15)
+    env.rm.attempts[app_id] = _attempt(app_id, [53.0] * 8)
+    record_apps(env, replace(env.rm.apps_by_id[app_id], state="RUNNING"))
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert job.state == "killed" and env.rm.kills == [app_id]
+    with env.db.sessions() as s:
+        kill = next(d for d in jobs_repo.decisions_of(s, job_id) if d.action == "kill")
+    assert "first tasks ran 53s without ending: 2 waves" in kill.reason
+
+
+async def test_a_bound_stays_once_a_task_has_ended(env: Env) -> None:
+    service, job_id, app_id = await _start(env, task_containers=True)
+    env.clock.advance(40)
+    env.rm.attempts[app_id] = _attempt(app_id, [38.0] * 8)
+    await service.run_once(env.clock.now)
+    # one task ended (its number is gone) and a new one started: nothing new is learned, and
+    # the young container does not lower the bound
+    env.clock.advance(15)
+    attempt = _attempt(app_id, [53.0] * 8)
+    young = LiveContainer(attempt.containers[1].container_id[:-6] + "000010", 2000)
+    env.rm.attempts[app_id] = replace(
+        attempt, containers=(*attempt.containers[:2], *attempt.containers[3:], young)
+    )
+    record_apps(env, replace(env.rm.apps_by_id[app_id], state="RUNNING"))
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert (job.state, job.task_floor_s) == ("submitted", 38.0)
+
+
+async def test_a_job_that_does_not_run_one_task_per_container_is_not_timed(env: Env) -> None:
+    service, job_id, app_id = await _start(env, task_containers=False)
+    env.clock.advance(55)
+    env.rm.attempts[app_id] = _attempt(app_id, [53.0] * 8)
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert (job.state, job.task_floor_s) == ("submitted", None)
+    assert env.rm.kills == []
