@@ -1,12 +1,12 @@
 """Promise on the real ResourceManager: it learns per signature (``app/policies/promise``).
 
-Two recurring jobs (``profile:short``: 2 tasks of 2 s, ``profile:long``: 2 tasks of 30 s) are
+Two recurring jobs (``profile:short``: 2 tasks of 2 s, ``profile:long``: 2 tasks of 20 s) are
 submitted one after the other through the whole sidecar (``create_app`` with its loops) with a
-60 s deadline. With no history the first gets the bootstrap grant (the whole deadline at full
+40 s deadline. With no history the first gets the bootstrap grant (the whole deadline at full
 parallelism); once each signature has runs of its own, each job's work bound comes from its own
 signature (the long one's well above the short one's: two runs suffice with a 0.6 quantile, as
 19 do at the default 0.95), the grants diverge (the short job's two
-waves fit one container; the long one's, 60 s of tasks after its start-up, do not), and each
+waves fit one container; the long one's, 40 s of tasks after its start-up, do not), and each
 job's predicted finish (the ETA of its admission) moves toward when YARN really finished it.
 """
 
@@ -51,7 +51,7 @@ async def run_one(client: httpx.AsyncClient, profile: str, seconds: int, i: int)
     """Submit one job, wait for it to end and be learned, return its admission ETA and outcome."""
     body = {
         "name": f"{profile}-{i}",
-        "deadline": 60,
+        "deadline": 40,
         "requested_tasks": 2,
         "tags": [f"profile:{profile}"],
         "run": {"kind": "sleep", "seconds": seconds, "container_memory_mb": 128},
@@ -96,7 +96,7 @@ async def test_promise_learns_per_signature_on_a_real_rm(
     runs: dict[str, list[dict[str, Any]]] = {"short": [], "long": []}
     async with sidecar(settings) as client:
         for i in range(3):
-            for profile, seconds in (("short", 2), ("long", 30)):
+            for profile, seconds in (("short", 2), ("long", 20)):
                 runs[profile].append(await run_one(client, profile, seconds, i))
         signatures = (await client.get("/estimator")).json()["signatures"]
     for profile, rs in runs.items():
@@ -104,9 +104,9 @@ async def test_promise_learns_per_signature_on_a_real_rm(
     # No history at all: the first job is bootstrapped to its full parallelism.
     assert runs["short"][0]["grant"] == 2 and runs["short"][0]["source"] == "bootstrap"
     # Learned per signature: each job is now bounded by its own signature's runs, and the long
-    # job's bound is well above the short one's (30 s vs 2 s of sleep per task).
+    # job's bound is well above the short one's (20 s vs 2 s of sleep per task).
     # The template runs the 2 tasks in waves on the grant, so the grants diverge: one container
-    # (two waves) meets the 60 s deadline for the short job; the long one's two waves of 30 s
+    # (two waves) meets the 40 s deadline for the short job; the long one's two waves of 20 s
     # after its learned start-up do not, so it needs two.
     assert runs["short"][-1]["source"].endswith("p:short")
     assert runs["long"][-1]["source"].endswith("p:long")
