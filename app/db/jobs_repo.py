@@ -231,12 +231,11 @@ def timed_jobs(session: Session, run_field: str, limit: int) -> list[tuple[str, 
     return out
 
 
-def raise_task_floors(session: Session, floors: Mapping[str, float]) -> int:
+def raise_task_floors(session: Session, floors: Mapping[str, float]) -> None:
     """Store each job's first-wave time where it is larger than the one stored and the job is
-    still submitted (a bound only grows); returns the rows changed."""
-    changed = 0
+    still submitted (a bound only grows)."""
     for job_id, floor in floors.items():
-        result = session.execute(
+        session.execute(
             update(Job)
             .where(
                 Job.id == job_id,
@@ -245,8 +244,6 @@ def raise_task_floors(session: Session, floors: Mapping[str, float]) -> int:
             )
             .values(task_floor_s=floor)
         )
-        changed += result.rowcount  # type: ignore[attr-defined]
-    return changed
 
 
 def _plain_rows(session: Session, stmt: Select[*_Ts]) -> Sequence[Row[*_Ts]]:

@@ -254,18 +254,19 @@ def admit(
     releases: list[tuple[float, int]] = []
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
+        w = waves(r.tasks, r.cpus)
         task_u = max(est.upper / r.tasks, r.task_floor_s)
-        end_u = max(now_s, r.started_s + est.overhead_s + waves(r.tasks, r.cpus) * task_u)
+        end_u = max(now_s, r.started_s + est.overhead_s + w * task_u)
         late = now_s - r.deadline_at
         # the earliest it can end if its tasks are alike: its waves, each at least as long as
         # its first wave's tasks have already run
-        end_lb = r.started_s + waves(r.tasks, r.cpus) * r.task_floor_s
+        end_lb = r.started_s + w * r.task_floor_s
         if late > _EPS or (r.task_floor_s > 0 and end_lb > r.deadline_at + _EPS):
             why = (
                 f"past its deadline by {late:g}s"
                 if late > _EPS
                 else f"its first tasks ran {r.task_floor_s:g}s without ending: "
-                f"{waves(r.tasks, r.cpus)} waves end at {_at(end_lb, now_s)} at the earliest, "
+                f"{w} waves end at {_at(end_lb, now_s)} at the earliest, "
                 f"after its deadline {_at(r.deadline_at, now_s)}"
             )
             if r.cpus <= params.learn_cpus and _still_learning(estimator, r.keys):
