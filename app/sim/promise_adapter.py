@@ -46,6 +46,10 @@ class PromiseAllocator(_Admission):
         self.params = self.policy.planner
         self.estimator = Estimator(params_from(values))
         self._keys: dict[str, Keys] = {}
+        # What a round reads of each job that does not change while it waits, or once its
+        # first wave's tasks have run their whole duration (every round rebuilt them before).
+        self._as_waiting: dict[str, core.WaitingJob] = {}
+        self._as_running: dict[str, core.RunningJob] = {}
         self.decisions["keep"] = 0
         self.meter = core.LoadMeter()
         self._wake = math.inf
@@ -55,6 +59,9 @@ class PromiseAllocator(_Admission):
         job = run.job
         keys = sim_keys(job)
         self._keys[job.job_id] = keys
+        self._as_waiting[job.job_id] = core.WaitingJob(
+            job.job_id, job.tasks, job.deadline_s or 0.0, job.submit_s, keys
+        )
         assert self.ctx is not None
         if job.deadline_s is not None:
             est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
@@ -74,19 +81,11 @@ class PromiseAllocator(_Admission):
         """Learn (via ``_track``), forget the keys, run admission again."""
         super().ended(run)
         self._keys.pop(run.job.job_id, None)
+        self._as_running.pop(run.job.job_id, None)
 
     def _decide(self, free: int, now: float) -> list[justice.Decision]:
         assert self.ctx is not None
-        waiting = [
-            core.WaitingJob(
-                r.job.job_id,
-                r.job.tasks,
-                r.job.deadline_s or 0.0,
-                r.job.submit_s,
-                self._keys[r.job.job_id],
-            )
-            for r in self._waiting.values()
-        ]
+        waiting = [self._as_waiting[job_id] for job_id in self._waiting]
         running = [self._running_job(r, now) for r in self._running.values()]
         out: list[justice.Decision] = []
         cap = self.ctx.cluster.capacity
@@ -106,17 +105,25 @@ class PromiseAllocator(_Admission):
         """What the sidecar knows of a running job, its first wave's tasks included: how long
         they have run, up to the task duration of the cluster's model."""
         assert self.ctx is not None
+        job_id = r.job.job_id
+        known = self._as_running.get(job_id)
+        if known is not None:
+            return known
         start = r.start_s if r.start_s is not None else now
-        return core.RunningJob(
-            r.job.job_id,
+        task_s = self.ctx.cluster.fixed_task_s(r)
+        spec = core.RunningJob(
+            job_id,
             r.job.tasks,
             r.job.deadline_s or 0.0,
             r.job.submit_s,
             start,
             r.grant,
-            self._keys[r.job.job_id],
-            min(now - start, self.ctx.cluster.fixed_task_s(r)),
+            self._keys[job_id],
+            min(now - start, task_s),
         )
+        if now - start >= task_s:
+            self._as_running[job_id] = spec
+        return spec
 
     def _apply(self, d: justice.Decision) -> None:
         """Apply, and for an admitted job of several waves that will miss, run a round when
@@ -124,6 +131,10 @@ class PromiseAllocator(_Admission):
         as the sidecar's next poll after that moment would. A one-wave job shows it only at its
         deadline, where the rounds stay as they were: at the next arrival or completion."""
         super()._apply(d)
+        if d.action in ("admit", "drop"):
+            del self._as_waiting[d.job_id]
+        elif d.action == "kill":
+            self._as_running.pop(d.job_id, None)
         if d.action != "admit":
             return
         assert self.ctx is not None

@@ -158,8 +158,11 @@ class EstimatorParams:
             raise PolicyError("startup_s", f"must be a finite number >= 0, got {self.startup_s}")
 
 
-# Estimates kept between learned runs at most (about 200 bytes each).
+# Estimates kept at most (about 200 bytes each, and their entries in the readers index).
 _MEMO_LIMIT = 100_000
+
+# What an estimate is memoised by: the job's keys, tasks, deadline and maxCPUs.
+_Args = tuple[Keys, int, float | None, int]
 
 
 def quantile(values: Iterable[float], q: float) -> float:
@@ -179,8 +182,11 @@ class Estimator:
     _series: dict[str, _Series] = field(default_factory=dict)
     # Outcomes learned with a start-up: none in the simulator, whose estimates then skip it.
     _overheads: int = 0
-    # ``estimate``'s answers since the last learned run (each one changes them).
-    _memo: dict[tuple[Keys, int, float | None, int], Estimate] = field(default_factory=dict)
+    # ``estimate``'s answers, each dropped when a run is learned at a key it read
+    # (``_forget``): a round estimates every waiting job again, from mostly the same samples.
+    _memo: dict[_Args, Estimate] = field(default_factory=dict)
+    # key -> the memo entries that read it (may name entries already dropped)
+    _readers: dict[str, list[_Args]] = field(default_factory=dict)
 
     @property
     def _support(self) -> int:
@@ -231,7 +237,17 @@ class Estimator:
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
     ) -> tuple[_Prediction | None, _Prediction | None]:
         """Each predictor's estimate with the samples it took it from (task seconds, ratios)."""
+        return self._predict_reading(keys, tasks, deadline_s, max_cpus)[:2]
+
+    def _predict_reading(
+        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    ) -> tuple[_Prediction | None, _Prediction | None, int]:
+        """``_predict``, and how many keys of the chain it read (from the signature on): the
+        ratio predictor reads down the chain to the key it takes, or all of it when none has
+        enough runs, since any of them may have enough after a learned run."""
         absolute = relative = None
+        chain = keys.chain()
+        read = 1  # the signature: its task seconds and which predictor it trusts
         picked = self._pick(keys, ratio=False)
         if picked is not None:
             key, series = picked
@@ -242,11 +258,14 @@ class Estimator:
             if picked is not None:
                 key, series = picked
                 relative = self._scaled(series, 1, scale, f"ratio@{key}")
-            elif absolute is None:
-                window = deadline_s - self.overhead(keys)
-                scale = (window if window > 0 else deadline_s) * max_cpus
-                relative = _Prediction(Estimate(scale, scale, "bootstrap", 0), (1.0,), scale)
-        return absolute, relative
+                read = chain.index(key) + 1
+            else:
+                read = len(chain)
+                if absolute is None:
+                    window = deadline_s - self.overhead(keys)
+                    scale = (window if window > 0 else deadline_s) * max_cpus
+                    relative = _Prediction(Estimate(scale, scale, "bootstrap", 0), (1.0,), scale)
+        return absolute, relative, read
 
     def _scaled(self, series: _Series, which: int, scale: float, source: str) -> _Prediction:
         """The bound (``quantile``) and central value of ``scale`` x the samples of one window
@@ -260,34 +279,59 @@ class Estimator:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
         of them, or any at the global key), and no less than the prior ``startup_s`` while the
         estimator has seen fewer start-ups than its quantile needs (module docstring)."""
+        return self._overhead_reading(keys)[0]
+
+    def _overhead_reading(self, keys: Keys) -> tuple[float, int]:
+        """``overhead``, and how many keys of the chain it read (``_predict_reading``)."""
         if not self._overheads:
-            return self.params.startup_s  # the simulator's every estimate: nothing to look up
+            return self.params.startup_s, 0  # the simulator's every estimate: nothing to look up
         learned = 0.0
-        for key in keys.chain():
+        chain = keys.chain()
+        read = len(chain)
+        for i, key in enumerate(chain):
             s = self._series.get(key)
             if s is not None and (
                 len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
             ):
                 learned = s.quantile(2, self.params.quantile)
+                read = i + 1
                 break
         if self._overheads < self._support:
-            return max(learned, self.params.startup_s)
-        return learned
+            return max(learned, self.params.startup_s), read
+        return learned, read
 
     def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
-        """Work bound (and start-up bound) for a job; see ``_estimate_work``. Kept until the next
-        learned run: every round estimates each waiting job again, from the same samples."""
+        """Work bound (and start-up bound) for a job; see ``_estimate_work``. Kept until a run
+        is learned at one of the keys it read (``_forget``): every round estimates each waiting
+        job again, and most learned runs change none of its samples."""
         args = (keys, tasks, deadline_s, max_cpus)
         est = self._memo.get(args)
         if est is None:
-            est = self._estimate_work(keys, tasks, deadline_s, max_cpus)
-            overhead = self.overhead(keys)
+            absolute, relative, read = self._predict_reading(keys, tasks, deadline_s, max_cpus)
+            est = self._choose(keys, absolute, relative).est
+            overhead, read_overhead = self._overhead_reading(keys)
             if overhead:
                 est = replace(est, overhead_s=overhead)
+            read = max(read, read_overhead)
             if len(self._memo) >= _MEMO_LIMIT:  # long without a learned run: start again
                 self._memo.clear()
+                self._readers.clear()
             self._memo[args] = est
+            for key in keys.chain()[:read]:
+                self._readers.setdefault(key, []).append(args)
         return est
+
+    def _forget(self, outcome: Outcome) -> None:
+        """Drop the kept estimates that read a key ``outcome`` is learned at. A start-up also
+        counts towards the prior's support (``overhead``), which every estimate reads, so until
+        the estimator has seen enough of them one drops every estimate."""
+        if outcome.overhead_s is not None and self._overheads <= self._support:
+            self._memo.clear()
+            self._readers.clear()
+            return
+        for key in outcome.keys.chain():
+            for args in self._readers.pop(key, ()):
+                self._memo.pop(args, None)
 
     def _estimate_work(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
@@ -355,7 +399,7 @@ class Estimator:
         )
         if outcome.overhead_s is not None:
             self._overheads += 1
-        self._memo.clear()
+        self._forget(outcome)
         for key in dict.fromkeys(outcome.keys.chain()):
             series = self._get(key)
             series.memo.clear()

@@ -182,22 +182,35 @@ def _answer(est: Estimator, keys: Keys, tasks: int, deadline: float | None) -> o
         return str(exc)
 
 
-def _random_outcome(rng: random.Random) -> Outcome:
-    overhead = rng.choice((None, rng.uniform(1.0, 9.0)))
-    keys, tasks, work = rng.choice((A, B, C)), rng.randint(1, 8), rng.uniform(5.0, 400.0)
-    return Outcome(keys, tasks, work, 100.0, max_cpus=rng.randint(1, 8), overhead_s=overhead)
+# Another queue's: no key in common with A, B and C but the global one.
+D = Keys("sigD", "u3|t", "q2")
+# A foreign app's signature: it teaches no start-up, so its own comes from its user's.
+E = Keys("sigE", "u1|t", "q")
 
 
-def test_estimates_between_runs_equal_a_fresh_estimators_at_every_step() -> None:
-    # Estimates (and the distributions tries read) are kept until the next run is learned: each
-    # learned run must show in the next answer exactly as in an estimator that never answered.
-    rng = random.Random(7)
-    outcomes = [_random_outcome(rng) for _ in range(120)]
-    params = EstimatorParams(window=16, startup_s=4.0)
+def _random_outcome(rng: random.Random, start_ups: bool) -> Outcome:
+    keys, tasks, work = rng.choice((A, B, C, D, E)), rng.randint(1, 8), rng.uniform(5.0, 400.0)
+    overhead = rng.choice((None, rng.uniform(1.0, 9.0))) if start_ups and keys != E else None
+    deadline = rng.choice((None, 100.0, 100.0, 100.0))
+    return Outcome(keys, tasks, work, deadline, max_cpus=rng.randint(1, 8), overhead_s=overhead)
+
+
+@pytest.mark.parametrize("start_ups", [True, False], ids=["start-ups", "simulator"])
+@pytest.mark.parametrize("seed", [7, 8])
+def test_estimates_between_runs_equal_a_fresh_estimators_at_every_step(
+    start_ups: bool, seed: int
+) -> None:
+    # Estimates are kept until a run is learned at a key they read: each learned run must show
+    # in the next answer exactly as in an estimator that never answered, whichever keys the
+    # answer read (its signature, its user's or queue's ratios, the global ones, start-ups).
+    rng = random.Random(seed)
+    outcomes = [_random_outcome(rng, start_ups) for _ in range(200)]
+    # a prior above every start-up seen: every start-up bound changes once the prior stops holding
+    params = EstimatorParams(window=16, startup_s=20.0)
     inc = Estimator(params)
     for n, outcome in enumerate(outcomes, start=1):
         inc.learn(outcome)
         fresh = rebuild(outcomes[:n], params)
-        for keys in (A, B, C):
+        for keys in (A, B, C, D, E):
             for tasks, deadline in ((1, 60.0), (4, 100.0), (8, None)):
                 assert _answer(inc, keys, tasks, deadline) == _answer(fresh, keys, tasks, deadline)
