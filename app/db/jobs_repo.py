@@ -8,7 +8,7 @@ kill) never overwrite each other's step, on one process or several.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVarTuple
 
@@ -212,20 +212,30 @@ def jobs_in(
     return list(session.scalars(stmt.order_by(Job.submitted_ms, Job.id).limit(limit)))
 
 
-def timed_jobs(session: Session, run_field: str, limit: int) -> list[tuple[str, str]]:
-    """``(job id, app id)`` of submitted jobs whose app is RUNNING and whose run sets
-    ``run_field`` true, earliest deadline first (their first waves are timed: ``app.jobs.
-    first_wave``). The run is JSON, read here rather than queried per database dialect; the
-    jobs whose apps run at once are few."""
+def timed_jobs(
+    session: Session, run_field: str, limit: int, skip: Container[str] = ()
+) -> list[tuple[str, str, int]]:
+    """``(job id, app id, deadline ms)`` of submitted jobs of more tasks than vcores granted
+    whose app is RUNNING and whose run sets ``run_field`` true, except those in ``skip``,
+    earliest deadline first (their first waves are timed: ``app.jobs.first_wave``; a job of one
+    wave shows a miss only at its deadline, which ends it anyway). The run is JSON, read here
+    rather than queried per database dialect; the jobs whose apps run at once are few."""
     stmt = (
-        select(Job.id, Job.app_id, Job.run)
-        .where(Job.state == SUBMITTED, Job.app_state == "RUNNING", Job.app_id.is_not(None))
+        select(Job.id, Job.app_id, Job.run, Job.deadline_ms)
+        .where(
+            Job.state == SUBMITTED,
+            Job.app_state == "RUNNING",
+            Job.app_id.is_not(None),
+            Job.requested_tasks > Job.granted_cpus,
+        )
         .order_by(Job.deadline_ms, Job.id)
     )
-    out: list[tuple[str, str]] = []
-    for job_id, app_id, run in session.execute(stmt):
-        if isinstance(run, dict) and run.get(run_field) is True and app_id is not None:
-            out.append((job_id, app_id))
+    out: list[tuple[str, str, int]] = []
+    for job_id, app_id, run, deadline_ms in session.execute(stmt):
+        if job_id in skip or app_id is None:
+            continue
+        if isinstance(run, dict) and run.get(run_field) is True:
+            out.append((job_id, app_id, deadline_ms))
             if len(out) >= limit:
                 break
     return out

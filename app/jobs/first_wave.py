@@ -12,10 +12,13 @@ While none of the attempt's task containers has ended, the youngest one's age is
 task started so far has run without ending. A container that has ended is no longer listed;
 container numbers of an attempt are consecutive from its ApplicationMaster's, so a number
 missing below the highest means one ended, and from then on the bound stays where it was (the
-caller keeps the largest bound seen). Pure: no I/O.
+caller keeps the largest bound seen, and need not read the job's containers again: a missing
+number never comes back). Pure: no I/O.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from app.domain.model import AttemptContainers
 
@@ -32,12 +35,19 @@ def _number(container_id: str) -> tuple[str, int] | None:
     return prefix, int(tail)
 
 
-def task_floor_s(attempt: AttemptContainers) -> float | None:
-    """Seconds every task container of ``attempt`` has run while none has ended; None when one
-    has ended, none has started, or an id is not one this reads (module docstring)."""
+class Timing(NamedTuple):
+    """What one reading of an attempt's containers says of its first wave."""
+
+    floor_s: float | None  # seconds every task has run while none has ended; None: no bound
+    ended: bool  # a task container has ended: no later reading of this attempt gives a bound
+
+
+def time_first_wave(attempt: AttemptContainers) -> Timing:
+    """The bound of ``attempt``'s first wave (module docstring): none when a task has ended,
+    none has started, or an id is not one this reads."""
     am = _number(attempt.am_container_id)
     if am is None:
-        return None
+        return Timing(None, False)
     ages: list[int] = []
     highest = am[1]
     for c in attempt.containers:
@@ -45,9 +55,16 @@ def task_floor_s(attempt: AttemptContainers) -> float | None:
             continue
         number = _number(c.container_id)
         if number is None or number[0] != am[0]:
-            return None
+            return Timing(None, False)
         highest = max(highest, number[1])
         ages.append(c.elapsed_ms)
-    if not ages or highest - am[1] > len(ages):
-        return None
-    return min(ages) / 1000
+    if highest - am[1] > len(ages):
+        return Timing(None, True)
+    if not ages:
+        return Timing(None, False)
+    return Timing(min(ages) / 1000, False)
+
+
+def task_floor_s(attempt: AttemptContainers) -> float | None:
+    """``time_first_wave(attempt).floor_s``."""
+    return time_first_wave(attempt).floor_s

@@ -91,6 +91,10 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         # submission round may rely on to decide only the new jobs. Set after each commit.
         self._mark: RoundMark | None = None
         self.last_learn: LearnResult | None = None
+        # Jobs whose first wave has had a task end, by deadline (ms): their bound is final, so
+        # their containers are not read again (dropped from here once the deadline passes). In
+        # memory: a new leader reads each once more to learn it.
+        self._waves_over: dict[str, int] = {}
 
     @property
     def has_harness(self) -> bool:
@@ -269,7 +273,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         self.last_learn = await asyncio.to_thread(self._learn, now_ms)
         if self.may_act():
             try:
-                await self._time_first_waves()
+                await self._time_first_waves(now_ms)
             except RMUnavailable as exc:
                 self.log.warning("RM unavailable, first waves are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
@@ -277,24 +281,33 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         if self.options.writes_enabled:
             await self.act()
 
-    async def _time_first_waves(self) -> None:
+    async def _time_first_waves(self, now_ms: int) -> None:
         """Time the first wave of each running job whose tasks run one per container from its
         attempt's live containers (``app.jobs.first_wave``), for Promise's first-wave rule; the
         round that follows reads the stored bounds."""
+        over = self._waves_over
+        for job_id in [j for j, deadline_ms in over.items() if deadline_ms < now_ms]:
+            del over[job_id]
         with self.sessions() as session:
             if policy_of(self.peek_cfg(session)).name != "promise":
                 return  # the one policy with a first-wave rule
-            timed = jobs_repo.timed_jobs(session, first_wave.TASK_CONTAINERS, MAX_TIMED_JOBS)
+            timed = jobs_repo.timed_jobs(
+                session, first_wave.TASK_CONTAINERS, MAX_TIMED_JOBS, skip=over
+            )
         floors: dict[str, float] = {}
-        for job_id, app_id in timed:
+        for job_id, app_id, deadline_ms in timed:
             try:
                 attempt = await self.rm.attempt_containers(app_id)
             except (RMNotFound, RMRejected, RMProtocolError) as exc:
                 self.log.info("job %s: its containers could not be read: %s", job_id, exc)
                 continue
-            floor = None if attempt is None else first_wave.task_floor_s(attempt)
-            if floor is not None:
-                floors[job_id] = floor
+            if attempt is None:
+                continue
+            timing = first_wave.time_first_wave(attempt)
+            if timing.floor_s is not None:
+                floors[job_id] = timing.floor_s
+            if timing.ended:
+                over[job_id] = deadline_ms
         if floors:
             await asyncio.to_thread(self._store_floors, floors)
 

@@ -32,6 +32,7 @@ class FakeRM:
     counter: int = 0
     # what ``attempt_containers`` answers per app id (absent: no attempt yet)
     attempts: dict[str, AttemptContainers] = field(default_factory=dict)
+    attempt_reads: list[str] = field(default_factory=list)  # app ids, in the order read
 
     def _check(self) -> None:
         if self.unavailable:
@@ -100,6 +101,7 @@ class FakeRM:
         self._check()
         if app_id not in self.apps_by_id:
             raise RMNotFound(404, f"app with id: {app_id} not found")
+        self.attempt_reads.append(app_id)
         return self.attempts.get(app_id)
 
     def finish(

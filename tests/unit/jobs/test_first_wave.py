@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.domain.model import AttemptContainers, LiveContainer
-from app.jobs.first_wave import task_floor_s
+from app.jobs.first_wave import Timing, task_floor_s, time_first_wave
 from app.yarn import mapping
 from app.yarn.wire import AppAttemptsEnvelope, ContainersEnvelope
 from tests.unit.yarn.samples import recorded
@@ -34,8 +34,14 @@ def test_all_task_containers_running_give_the_youngest_age() -> None:
 
 
 def test_a_missing_container_number_means_a_task_ended_and_there_is_no_new_bound() -> None:
-    # 000002 is no longer listed: it ended, and the younger ones say nothing about it
-    assert task_floor_s(_attempt(_c(1, 50_000), _c(3, 40_000), _c(4, 9_000))) is None
+    # 000002 is no longer listed: it ended, and the younger ones say nothing about it, now or
+    # at any later reading
+    ended = _attempt(_c(1, 50_000), _c(3, 40_000), _c(4, 9_000))
+    assert time_first_wave(ended) == Timing(None, True)
+    # all still running: a bound, and later readings may raise it
+    assert time_first_wave(_attempt(_c(1, 50_000), _c(2, 40_000))) == Timing(40.0, False)
+    # no task container listed yet (or all gone, which the list cannot tell): read again later
+    assert time_first_wave(_attempt()) == Timing(None, False)
 
 
 def test_no_task_container_yet_gives_no_bound() -> None:

@@ -26,11 +26,11 @@ def env(db: Db) -> Iterator[Env]:
     yield Env(db, FakeRM(), Clock())
 
 
-def _admitted(env: Env, service: AdmissionService, *, task_containers: bool) -> str:
-    """A 16-task job admitted on 8 vcores."""
+def _admitted(env: Env, service: AdmissionService, *, task_containers: bool, tasks: int) -> str:
+    """A job admitted on 8 vcores."""
     now = env.clock.now
     run = {"kind": "application", "command": "sleep 1", "task_containers": task_containers}
-    result = service.create_job(replace(new_job(16, 100, now), run=run), now)
+    result = service.create_job(replace(new_job(tasks, 100, now), run=run), now)
     assert result.job.granted_cpus == 8, result.decision
     return result.job.id
 
@@ -46,11 +46,13 @@ def _attempt(app_id: str, ages_s: list[float]) -> AttemptContainers:
     )
 
 
-async def _start(env: Env, task_containers: bool) -> tuple[AdmissionService, str, str]:
-    """The job admitted, submitted and RUNNING in the RM's listing."""
+async def _start(
+    env: Env, task_containers: bool, tasks: int = 16
+) -> tuple[AdmissionService, str, str]:
+    """The job (16 tasks: 2 waves) admitted, submitted and RUNNING in the RM's listing."""
     service = env.service()
     service.set_policy("promise", PROMISE, env.clock.now)
-    job_id = _admitted(env, service, task_containers=task_containers)
+    job_id = _admitted(env, service, task_containers=task_containers, tasks=tasks)
     await service.act()
     app_id = load(env, job_id).app_id
     assert app_id is not None
@@ -95,6 +97,22 @@ async def test_a_bound_stays_once_a_task_has_ended(env: Env) -> None:
     await service.run_once(env.clock.now)
     job = load(env, job_id)
     assert (job.state, job.task_floor_s) == ("submitted", 38.0)
+    # and the bound being final, its containers are not read again
+    reads = len(env.rm.attempt_reads)
+    env.clock.advance(10)
+    await service.run_once(env.clock.now)
+    assert len(env.rm.attempt_reads) == reads == 2
+
+
+async def test_a_job_of_one_wave_is_not_timed(env: Env) -> None:
+    # 8 tasks on 8 vcores: its tasks end no earlier than its first ones, which only its deadline
+    # can show to be late
+    service, job_id, app_id = await _start(env, task_containers=True, tasks=8)
+    env.clock.advance(55)
+    env.rm.attempts[app_id] = _attempt(app_id, [53.0] * 8)
+    await service.run_once(env.clock.now)
+    assert env.rm.attempt_reads == []
+    assert load(env, job_id).task_floor_s is None
 
 
 async def test_a_job_that_does_not_run_one_task_per_container_is_not_timed(env: Env) -> None:
