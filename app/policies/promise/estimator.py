@@ -15,10 +15,17 @@ quantile to be one of them (``q / (1 - q)``: 19 at 0.95; ``min_samples`` if more
 task-seconds predictor from the signature alone (across different jobs task seconds
 spread over orders of magnitude). Each returns the empirical ``quantile`` of its key's samples
 (nearest rank, rounding up, so the bound is a sample that was really seen). Which predictor bounds
-a job is itself learned: each completion scores both predictors' medians against the real work at
-the job's signature, and the one with the smaller mean absolute log error wins; until both have
-``min_samples`` scores the ratio predictor is used. The median (``point``) gives the error
-statistics and the ETA's central value.
+a job is itself learned: each completion scores both predictors' bounds against the real work at
+the job's signature with the quantile (pinball) loss of the bound's level, the proper score of a
+quantile forecast (Koenker and Bassett 1978; Gneiting and Raftery 2007), and the one with the
+smaller mean loss bounds; until both have ``min_samples`` scores the ratio predictor is used.
+Admission plans with the bound, so the bound is what is scored: at ``q = 0.95`` a bound below
+the work (a promise that may miss) costs 19 times as much per log unit as one above it (a drop
+or a larger grant). The central value (``point``: the ETA's, the error statistics of ``error``
+and ``GET /estimator``) comes from the predictor whose medians had the smaller mean absolute log
+error, capped at the bound; the two choices can differ (``docs/evaluation.md``, "Scoring the
+bound, not the median": choosing both by the median, the rule before, met fewer deadlines, and
+choosing both by the bound left more predictions off by 2x).
 
 With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
 its whole deadline at full parallelism (ratio 1), the deadline being what is left after its
@@ -118,6 +125,8 @@ class _Series:
     # per predictor (0: task seconds, 1: ratio): predictions scored and their abs log errors
     scored: list[int] = field(default_factory=lambda: [0, 0])
     scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    # ... and their bounds' quantile losses (``_bound_loss``)
+    scored_loss: list[float] = field(default_factory=lambda: [0.0, 0.0])
     # Quantiles of the windows above by (window, q), until the next run is learned: a round
     # estimates every waiting job, thousands of them sharing a few keys, and each estimate
     # sorted the same windows again.
@@ -136,6 +145,12 @@ class _Series:
         """Mean absolute log error of one predictor at this key, None before any."""
         n = self.scored[which]
         return self.scored_err[which] / n if n else None
+
+    def mean_bound_loss(self, which: int) -> float | None:
+        """Mean quantile loss of one predictor's bounds at this key (``_bound_loss``), None
+        before any."""
+        n = self.scored[which]
+        return self.scored_loss[which] / n if n else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +187,13 @@ def quantile(values: Iterable[float], q: float) -> float:
         raise PolicyError("samples", "no samples")
     rank = max(1, math.ceil(q * len(data) - 1e-9))
     return data[rank - 1]
+
+
+def _bound_loss(work: float, upper: float, q: float) -> float:
+    """The quantile (pinball) loss of a bound ``upper`` at level ``q`` for the work that came,
+    in log space: a bound above the work costs ``1 - q`` per log unit, one below it ``q``."""
+    d = math.log(work / upper)
+    return q * d if d > 0 else (q - 1) * d
 
 
 @dataclass(slots=True)
@@ -301,14 +323,14 @@ class Estimator:
         return learned, read
 
     def estimate(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> Estimate:
-        """Work bound (and start-up bound) for a job; see ``_estimate_work``. Kept until a run
+        """Work bound (and start-up bound) for a job; see ``_combine``. Kept until a run
         is learned at one of the keys it read (``_forget``): every round estimates each waiting
         job again, and most learned runs change none of its samples."""
         args = (keys, tasks, deadline_s, max_cpus)
         est = self._memo.get(args)
         if est is None:
             absolute, relative, read = self._predict_reading(keys, tasks, deadline_s, max_cpus)
-            est = self._choose(keys, absolute, relative).est
+            est = self._combine(keys, absolute, relative)
             overhead, read_overhead = self._overhead_reading(keys)
             if overhead:
                 est = replace(est, overhead_s=overhead)
@@ -333,17 +355,24 @@ class Estimator:
             for args in self._readers.pop(key, ()):
                 self._memo.pop(args, None)
 
-    def _estimate_work(
-        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
+    def _combine(
+        self, keys: Keys, absolute: _Prediction | None, relative: _Prediction | None
     ) -> Estimate:
-        """Work bound for a job of ``tasks`` tasks (``max_cpus = min(tasks, capacity)``).
+        """Work bound and central value for a job from its two predictions.
 
-        With both predictors available, the signature's own record decides: the one with the
-        smaller mean absolute log error so far once each has ``min_samples`` scored predictions,
-        and until then the ratio (Justice's predictor, and the thesis' assumption that a deadline
-        is achievable with full parallelism on an empty cluster).
+        With both predictors available, the signature's own record decides each: the bound
+        comes from the predictor whose bounds had the smaller mean quantile loss so far
+        (``_bound_loss``), the central value from the one whose medians had the smaller mean
+        absolute log error, once each has ``min_samples`` scored predictions; until then both
+        come from the ratio (Justice's predictor, and the thesis' assumption that a deadline is
+        achievable with full parallelism on an empty cluster). A central value above the bound
+        is the bound.
         """
-        return self._bounding(keys, tasks, deadline_s, max_cpus).est
+        est = self._choose(keys, absolute, relative).est
+        central = self._choose(keys, absolute, relative, bound=False).est
+        if central is not est:
+            est = replace(est, point=min(central.point, est.upper))
+        return est
 
     def works(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> list[float]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
@@ -354,12 +383,17 @@ class Estimator:
     def _bounding(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
     ) -> _Prediction:
-        """The prediction that bounds a job (``_estimate_work``)."""
+        """The prediction that bounds a job (``_combine``)."""
         return self._choose(keys, *self._predict(keys, tasks, deadline_s, max_cpus))
 
     def _choose(
-        self, keys: Keys, absolute: _Prediction | None, relative: _Prediction | None
+        self,
+        keys: Keys,
+        absolute: _Prediction | None,
+        relative: _Prediction | None,
+        bound: bool = True,
     ) -> _Prediction:
+        """The prediction whose bounds (``bound``) or medians scored better (``_combine``)."""
         if absolute is None or relative is None:
             best = absolute or relative
             if best is None:
@@ -370,9 +404,10 @@ class Estimator:
         s = self._series.get(keys.signature)
         need = self.params.min_samples
         if s is not None and s.scored[0] >= need and s.scored[1] >= need:
-            ea, er = s.mean_error(0), s.mean_error(1)
-            assert ea is not None and er is not None
-            return absolute if ea < er else relative
+            score = s.mean_bound_loss if bound else s.mean_error
+            la, lr = score(0), score(1)
+            assert la is not None and lr is not None
+            return absolute if la < lr else relative
         return relative
 
     def learn(self, outcome: Outcome) -> Estimator:
@@ -381,11 +416,14 @@ class Estimator:
         point = None
         preds = self._predict(outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus)
         if preds[0] is not None or outcome.deadline_s is not None:
-            point = self._choose(outcome.keys, *preds).est.point
+            point = self._combine(outcome.keys, *preds).point
             for which, pred in enumerate(preds):
                 if pred is not None and pred.est.samples > 0 and pred.est.point > 0:
                     s.scored[which] += 1
                     s.scored_err[which] += abs(math.log(outcome.work / pred.est.point))
+                    s.scored_loss[which] += _bound_loss(
+                        outcome.work, pred.est.upper, self.params.quantile
+                    )
         if point is not None and point > 0:
             err = abs(math.log(outcome.work / point))
             s.errors += 1
@@ -437,6 +475,9 @@ class Estimator:
                 "ratio_upper": quantile(s.ratio, q) if s.ratio else None,
                 "task_s_error": s.mean_error(0),
                 "ratio_error": s.mean_error(1),
+                # what picks the predictor that bounds (``_combine``)
+                "task_s_bound_loss": s.mean_bound_loss(0),
+                "ratio_bound_loss": s.mean_bound_loss(1),
                 "overhead_s_upper": quantile(s.overhead, q) if s.overhead else None,
                 **self.error(key),
             }

@@ -92,6 +92,27 @@ def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
     assert est.entries()["sigA"]["task_s_error"] == pytest.approx(0.0)
 
 
+def test_the_predictor_whose_bound_fits_better_bounds_even_if_its_median_is_worse() -> None:
+    # Task seconds scatter 20 % around 10 s; nine deadlines in ten are twice the run and the tenth
+    # is the run itself. The ratio's median is exact nine times in ten, but its 0.95 quantile is
+    # the tight runs' ratio, a bound of twice the work for every other job; the task seconds'
+    # bound is at most 1.5 times it. Admission plans with the bound, so the bound's quantile loss
+    # decides it, not the median's error; the central value stays the better median's.
+    est = Estimator(EstimatorParams(min_samples=3))
+    for i in range(40):
+        task_s = (8.0, 10.0, 12.0)[i % 3]
+        ratio = 1.0 if i % 10 == 9 else 0.5
+        est.learn(_o(A, 2 * task_s, tasks=2, deadline=task_s / ratio))
+    entry = est.entries()["sigA"]
+    assert entry["ratio_error"] < entry["task_s_error"]  # the median rule would pick ratios
+    assert entry["task_s_bound_loss"] < entry["ratio_bound_loss"]
+    e = est.estimate(A, tasks=2, deadline_s=20.0, max_cpus=2)
+    assert e.source == "task_s@sigA" and e.upper == pytest.approx(24.0)
+    assert e.point == pytest.approx(0.5 * 20.0 * 2)  # the ratios' median on this deadline
+    # a central value above the bound is the bound: a deadline of 30 s makes the ratios' 30
+    assert est.estimate(A, tasks=2, deadline_s=30.0, max_cpus=2).point == pytest.approx(24.0)
+
+
 def test_error_counts_predictions_off_by_2x() -> None:
     est = Estimator(EstimatorParams(min_samples=1))
     est.learn(_o(A, 100.0))  # predicted from bootstrap: 100 * 2 = 200 (off by exactly 2x)
