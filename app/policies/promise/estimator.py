@@ -173,8 +173,11 @@ class EstimatorParams:
             raise PolicyError("startup_s", f"must be a finite number >= 0, got {self.startup_s}")
 
 
-# Estimates kept at most (about 200 bytes each, and their entries in the readers index).
+# Estimates kept at most (about 200 bytes each), and entries of the index of the keys they read:
+# an estimate dropped through one key stays listed under the others until they learn, and is
+# listed again when it is estimated again, so the index is bounded on its own.
 _MEMO_LIMIT = 100_000
+_READERS_LIMIT = 4 * _MEMO_LIMIT
 
 # What an estimate is memoised by: the job's keys, tasks, deadline and maxCPUs.
 _Args = tuple[Keys, int, float | None, int]
@@ -207,8 +210,10 @@ class Estimator:
     # ``estimate``'s answers, each dropped when a run is learned at a key it read
     # (``_forget``): a round estimates every waiting job again, from mostly the same samples.
     _memo: dict[_Args, Estimate] = field(default_factory=dict)
-    # key -> the memo entries that read it (may name entries already dropped)
+    # key -> the memo entries that read it (may name entries already dropped), and how many
+    # entries all its lists hold
     _readers: dict[str, list[_Args]] = field(default_factory=dict)
+    _listed: int = 0
 
     @property
     def _support(self) -> int:
@@ -335,24 +340,30 @@ class Estimator:
             if overhead:
                 est = replace(est, overhead_s=overhead)
             read = max(read, read_overhead)
-            if len(self._memo) >= _MEMO_LIMIT:  # long without a learned run: start again
-                self._memo.clear()
-                self._readers.clear()
+            if len(self._memo) >= _MEMO_LIMIT or self._listed >= _READERS_LIMIT:
+                self._clear_memo()  # long without learning at the keys read: start again
             self._memo[args] = est
             for key in keys.chain()[:read]:
                 self._readers.setdefault(key, []).append(args)
+            self._listed += read
         return est
+
+    def _clear_memo(self) -> None:
+        self._memo.clear()
+        self._readers.clear()
+        self._listed = 0
 
     def _forget(self, outcome: Outcome) -> None:
         """Drop the kept estimates that read a key ``outcome`` is learned at. A start-up also
         counts towards the prior's support (``overhead``), which every estimate reads, so until
         the estimator has seen enough of them one drops every estimate."""
         if outcome.overhead_s is not None and self._overheads <= self._support:
-            self._memo.clear()
-            self._readers.clear()
+            self._clear_memo()
             return
         for key in outcome.keys.chain():
-            for args in self._readers.pop(key, ()):
+            readers = self._readers.pop(key, ())
+            self._listed -= len(readers)
+            for args in readers:
                 self._memo.pop(args, None)
 
     def _combine(

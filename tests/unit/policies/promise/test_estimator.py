@@ -8,6 +8,7 @@ import random
 import pytest
 
 from app.policies.base import PolicyError
+from app.policies.promise import estimator as estimator_module
 from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome, quantile, rebuild
 from app.policies.promise.signature import Keys
 
@@ -235,3 +236,21 @@ def test_estimates_between_runs_equal_a_fresh_estimators_at_every_step(
         for keys in (A, B, C, D, E):
             for tasks, deadline in ((1, 60.0), (4, 100.0), (8, None)):
                 assert _answer(inc, keys, tasks, deadline) == _answer(fresh, keys, tasks, deadline)
+
+
+def test_the_index_of_kept_estimates_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Waiting jobs of a signature with no runs read the whole chain; runs of another signature
+    # of the same user drop their estimates through the user's key every time, and each new
+    # estimate lists them again under their own signature, which never learns.
+    monkeypatch.setattr(estimator_module, "_READERS_LIMIT", 200)
+    est = Estimator(EstimatorParams(window=16))
+    outcomes = []
+    for i in range(300):
+        for tasks in range(1, 21):
+            est.estimate(A, tasks, 100.0, tasks)
+        outcomes.append(_o(B, 10.0 + i % 7))
+        est.learn(outcomes[-1])
+        assert sum(len(v) for v in est._readers.values()) <= 200 + 20 * 4
+    fresh = rebuild(outcomes, EstimatorParams(window=16))
+    for tasks in range(1, 21):
+        assert est.estimate(A, tasks, 100.0, tasks) == fresh.estimate(A, tasks, 100.0, tasks)
