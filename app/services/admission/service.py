@@ -93,7 +93,10 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         self.last_learn: LearnResult | None = None
         # Jobs whose first wave has had a task end, by deadline (ms): their bound is final, so
         # their containers are not read again (dropped from here once the deadline passes). In
-        # memory: a new leader reads each once more to learn it.
+        # memory: a new leader reads each once more to learn it. A later attempt of such a job
+        # (its ApplicationMaster retried) is not timed either: the bound its first attempt left
+        # is still a task's duration, only a lower one than the new attempt might show, and the
+        # deadline kill still applies.
         self._waves_over: dict[str, int] = {}
 
     @property
