@@ -63,8 +63,3 @@ def time_first_wave(attempt: AttemptContainers) -> Timing:
     if not ages:
         return Timing(None, False)
     return Timing(min(ages) / 1000, False)
-
-
-def task_floor_s(attempt: AttemptContainers) -> float | None:
-    """``time_first_wave(attempt).floor_s``."""
-    return time_first_wave(attempt).floor_s

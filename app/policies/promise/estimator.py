@@ -262,14 +262,9 @@ class Estimator:
 
     def _predict(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
-    ) -> tuple[_Prediction | None, _Prediction | None]:
-        """Each predictor's estimate with the samples it took it from (task seconds, ratios)."""
-        return self._predict_reading(keys, tasks, deadline_s, max_cpus)[:2]
-
-    def _predict_reading(
-        self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
     ) -> tuple[_Prediction | None, _Prediction | None, int]:
-        """``_predict``, and how many keys of the chain it read (from the signature on): the
+        """Each predictor's estimate with the samples it took it from (task seconds, ratios),
+        and how many keys of the chain it read (from the signature on, for ``_forget``): the
         ratio predictor reads down the chain to the key it takes, or all of it when none has
         enough runs, since any of them may have enough after a learned run."""
         absolute = relative = None
@@ -309,7 +304,7 @@ class Estimator:
         return self._overhead_reading(keys)[0]
 
     def _overhead_reading(self, keys: Keys) -> tuple[float, int]:
-        """``overhead``, and how many keys of the chain it read (``_predict_reading``)."""
+        """``overhead``, and how many keys of the chain it read (``_predict``)."""
         if not self._overheads:
             return self.params.startup_s, 0  # the simulator's every estimate: nothing to look up
         learned = 0.0
@@ -334,7 +329,7 @@ class Estimator:
         args = (keys, tasks, deadline_s, max_cpus)
         est = self._memo.get(args)
         if est is None:
-            absolute, relative, read = self._predict_reading(keys, tasks, deadline_s, max_cpus)
+            absolute, relative, read = self._predict(keys, tasks, deadline_s, max_cpus)
             est = self._combine(keys, absolute, relative)
             overhead, read_overhead = self._overhead_reading(keys)
             if overhead:
@@ -395,7 +390,8 @@ class Estimator:
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
     ) -> _Prediction:
         """The prediction that bounds a job (``_combine``)."""
-        return self._choose(keys, *self._predict(keys, tasks, deadline_s, max_cpus))
+        absolute, relative, _ = self._predict(keys, tasks, deadline_s, max_cpus)
+        return self._choose(keys, absolute, relative)
 
     def _choose(
         self,
@@ -425,7 +421,10 @@ class Estimator:
         """Add one completed run to every key of its chain; returns ``self``."""
         s = self._get(outcome.keys.signature)
         point = None
-        preds = self._predict(outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus)
+        absolute, relative, _ = self._predict(
+            outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus
+        )
+        preds = (absolute, relative)
         if preds[0] is not None or outcome.deadline_s is not None:
             point = self._combine(outcome.keys, *preds).point
             for which, pred in enumerate(preds):

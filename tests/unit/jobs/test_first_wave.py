@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from app.domain.model import AttemptContainers, LiveContainer
-from app.jobs.first_wave import Timing, task_floor_s, time_first_wave
+from app.jobs.first_wave import Timing, time_first_wave
 from app.yarn import mapping
 from app.yarn.wire import AppAttemptsEnvelope, ContainersEnvelope
 from tests.unit.yarn.samples import recorded
 
 AM = "container_1795677996968_0002_01_000001"
+
+
+def task_floor_s(attempt: AttemptContainers) -> float | None:
+    return time_first_wave(attempt).floor_s
 
 
 def _c(n: int, elapsed_ms: int, prefix: str = "container_1795677996968_0002_01") -> LiveContainer:
