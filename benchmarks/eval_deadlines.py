@@ -52,6 +52,13 @@ def workloads(root: Path, limit: int, seed: int) -> dict[str, list[SimJob]]:
     return {k: v[:limit] for k, v in out.items()}
 
 
+def goal_holds(margin: float, wtr: float) -> bool:
+    """The goal: SDR within 0.01 of the best other policy, WTR at most 0.02. SDRs are shares of
+    the same job count, so a gap of exactly 0.01 (3 jobs of 300) can come out a hair below -0.01
+    in floating point; that gap is within 0.01, as the goal means."""
+    return margin >= -0.01 - 1e-9 and wtr <= 0.02
+
+
 def run_cell(
     jobs: list[SimJob], cap: int, kind: str, model: str, seed: int, basis: str = "ideal"
 ) -> dict[str, dict[str, Any]]:
@@ -91,7 +98,7 @@ def markdown(cells: list[dict[str, Any]]) -> str:
             + " | ".join(f"{r[n]['sdr']:.3f}" for n in POLICIES)
             + f" | {p['ptr']:.3f} | {p['wtr']:.3f} | {other_wtr:.3f} | "
             + f"{_num(p['fairness'])} | {p['utilization']:.3f} | {_num(off)} | "
-            + ("ok" if c["goal"] else f"no ({c['margin']:+.3f})")
+            + ("ok" if goal_holds(c["margin"], p["wtr"]) else f"no ({c['margin']:+.3f})")
             + " |"
         )
     return "\n".join(lines)
@@ -176,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     res = run_cell(jobs, cap, kind, model, a.seed, a.deadline_basis)
                     best = max(res[n]["sdr"] for n in POLICIES if n != "promise")
                     margin = res["promise"]["sdr"] - best
-                    ok = margin >= -0.01 and res["promise"]["wtr"] <= 0.02
+                    ok = goal_holds(margin, res["promise"]["wtr"])
                     off = res["promise"]["off_by_2x"]
                     off_txt = f"{off:>6.2f}" if off is not None else f"{'-':>6}"
                     print(

@@ -27,7 +27,9 @@ or waste work on real traces:
 * Arrivals it would crowd out (``LoadMeter``, ``_crowded_out``): SDR counts jobs, and a long job
   on most of the cluster can cost dozens of later short ones. From the recent arrival rate
   (jobs/s and the vcores their work asks for) a job that would leave less free capacity than
-  arrivals need waits while the expected number of arrivals it pushes out is one or more.
+  arrivals need waits while the expected number of arrivals it pushes out is one or more. What
+  arrivals find free while it runs grows as running jobs end: the capacity free now plus what
+  each running or just admitted job releases at its bounded end (the ETA's timeline).
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
@@ -348,6 +350,9 @@ def admit(
     cands.sort(key=lambda c: (c[1], c[0], c[2]))
 
     admitted: list[tuple[WaitingJob, Estimate, int, int]] = []  # job, est, limit, grant
+    # (bounded end, vcores) of every running job and of each one admitted so far this round,
+    # in time order
+    held = sorted(releases)
     queued: list[Decision] = []
     reservation: tuple[float, int, str] | None = None  # first blocked job: (start, spare, id)
     avail = free
@@ -360,7 +365,7 @@ def admit(
             # expected hold (central estimate): the bound is for the job's own deadline, while
             # the arrivals it displaces are an expectation too
             hold_s = waves(j.tasks, g) * est.point / j.tasks
-            lost = _crowded_out(load, capacity, avail, g + am, hold_s)
+            lost = _crowded_out(load, avail, held, now_s, g + am, hold_s)
             if lost >= 1.0:
                 queued.append(
                     _queued(
@@ -374,14 +379,11 @@ def admit(
                 continue
             admitted.append((j, est, limit, g))
             avail -= g + am
+            bisect.insort(held, (now_s + est.overhead_s + waves(j.tasks, g) * task_u, g + am))
             continue
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
-            used = [
-                (now_s + ae.overhead_s + waves(a.tasks, ag) * (ae.upper / a.tasks), ag + am)
-                for a, ae, _, ag in admitted
-            ]
-            res_steps = _timeline(avail, releases + used, now_s)
+            res_steps = _timeline(avail, held, now_s)
             res = None
             for t, level in res_steps:
                 need = min_grant(j.tasks, limit, task_u, due - t)
@@ -446,7 +448,7 @@ def admit(
                 source=est.source,
             )
         )
-    _tries(tries, avail, am, now_s, out, queued, load, mean_work, capacity, params.waste_price)
+    _tries(tries, avail, held, am, now_s, out, queued, load, mean_work, params.waste_price)
     out.extend(queued)
     return out
 
@@ -486,17 +488,18 @@ def _try_at(
 def _tries(
     tries: list[_Try],
     avail: int,
+    held: list[tuple[float, int]],
     am: int,
     now_s: float,
     out: list[Decision],
     queued: list[Decision],
     load: Load | None,
     mean_work: float | None,
-    capacity: int,
     price: float,
 ) -> None:
-    """Start, with what the promised jobs left (``avail``), the jobs whose bound misses their
-    deadline but whose chance of meeting it is worth what a miss would waste.
+    """Start, with what the promised jobs left (``avail``; ``held``: when each running or
+    admitted job releases its vcores), the jobs whose bound misses their deadline but whose
+    chance of meeting it is worth what a miss would waste.
 
     The bound is what keeps promises to the other jobs; a job that only its bound rules out is
     not hopeless. Its chance ``p`` of meeting the deadline on the vcores free now is the share of
@@ -524,13 +527,16 @@ def _tries(
         if chosen is not None:
             g, p = chosen
             hold_s = waves(j.tasks, g) * est.point / j.tasks
-            if _crowded_out(load, capacity, avail, g + am, hold_s) >= p:
+            if _crowded_out(load, avail, held, now_s, g + am, hold_s) >= p:
                 chosen = None
         if chosen is None:
             queued.append(_queued(j, est, t.lst, "vcores free enough to try it (its bound misses)"))
             continue
         g, p = chosen
         avail -= g + am
+        bisect.insort(
+            held, (now_s + est.overhead_s + waves(j.tasks, g) * est.upper / j.tasks, g + am)
+        )
         finish = now_s + est.overhead_s + waves(j.tasks, g) * est.point / j.tasks
         out.append(
             _unpromised(
@@ -635,22 +641,44 @@ class LoadMeter:
         return Load(self._jobs, self._work)
 
 
-def _crowded_out(load: Load | None, capacity: int, avail: int, hold: int, duration: float) -> float:
+def _crowded_out(
+    load: Load | None,
+    avail: int,
+    held: list[tuple[float, int]],
+    now_s: float,
+    hold: int,
+    duration: float,
+) -> float:
     """Arriving jobs expected to miss because this job holds ``hold`` vcores for ``duration``.
 
-    While the capacity left to arrivals (``capacity`` less what is held after this admission)
-    covers their mean demand, nothing is lost. Beyond that, the part of the arrivals' demand this
-    job takes away, ``min(hold, demand - spare) / demand``, times the jobs arriving while it runs.
-    A job is worth one met deadline, so it waits when it would cost one or more (SDR counts jobs:
-    one long job on most of the cluster can cost dozens of short ones).
+    What arrivals find free while it runs is ``avail`` now, plus what each job in ``held``
+    releases at its end (``(time, vcores)`` in time order: running jobs at their bounded ends,
+    as the ETAs plan them). While that, less this job's ``hold``, covers their mean demand,
+    nothing is lost. Short of it, the part of the arrivals' demand this job takes away,
+    ``min(hold, demand - spare) / demand``, times the jobs arriving meanwhile, summed over the
+    timeline's steps until it ends. A job is worth one met deadline, so it waits when it would
+    cost one or more (SDR counts jobs: one long job on most of the cluster can cost dozens of
+    short ones). Taking the capacity free now as all that arrivals would find for the whole
+    hold, the rule before, counted arrivals as lost when running jobs would have made room for
+    them soon after (``docs/evaluation.md``, "Crowd-out over the release timeline").
     """
     if load is None or load.vcores <= 0:
         return 0.0
-    spare = avail - hold  # vcores free for arrivals right after this admission
-    if spare >= load.vcores:
-        return 0.0
-    share = min(hold, load.vcores - spare) / load.vcores
-    return load.jobs_per_s * duration * share
+    demand = load.vcores
+    level = avail - hold  # spare: what arrivals find free beside this job
+    end = now_s + duration
+    t = now_s
+    short_s = 0.0  # seconds of the arrivals' whole demand that this job takes away
+    for at, vcores in held:  # in time order
+        if level >= demand or at >= end:
+            break
+        if at > t:
+            short_s += (at - t) * min(hold, demand - level) / demand
+            t = at
+        level += vcores
+    if level < demand and end > t:
+        short_s += (end - t) * min(hold, demand - level) / demand
+    return load.jobs_per_s * short_s
 
 
 def _queued(j: WaitingJob, est: Estimate, lst: float, waits_for: str) -> Decision:

@@ -66,6 +66,21 @@ def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
     assert d.action == "admit"
 
 
+def test_arrivals_find_what_running_jobs_release_before_the_hold_ends() -> None:
+    est = _taught(0.5)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    busy = core.Load(jobs_per_s=0.1, vcores=9.0)
+    # 10 of 20 vcores run a job bounded to end at 20 s (one wave of 0.5 * 40 s). Arrivals are
+    # 1 vcore short beside a's grant of 2 only until then: 20 s x 1/9 x 0.1 jobs/s = 0.22 jobs.
+    ending = core.RunningJob("r", 10, 40.0, 0.0, 0.0, 10, K)
+    (d,) = core.admit([job], [ending], 10, 20, 0.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
+    # Bounded to end with a's hold instead (one wave of 0.5 * 200 s): 100 s x 1/9 x 0.1 = 1.1.
+    long = core.RunningJob("r", 10, 200.0, 0.0, 0.0, 10, K)
+    (d,) = core.admit([job], [long], 10, 20, 0.0, est, P, busy)
+    assert d.action == "queue" and "crowd out about 1.1 arriving" in d.reason
+
+
 def test_load_meter_decays_with_its_time_constant() -> None:
     meter = core.LoadMeter(tau_s=100.0)
     meter.arrive(0.0, 500.0)
