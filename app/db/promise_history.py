@@ -177,7 +177,8 @@ class ArrivalMeter:
     """The arrival rate of deadline jobs and the work they ask for (``core.LoadMeter``), fed
     from the jobs table: incremental between rounds, rebuilt from the last five time constants
     of submissions after a restart. Each arrival's work is its estimate's central value when the
-    meter first reads it (the simulator takes it at the arrival)."""
+    meter first reads it (the simulator takes it at the arrival), and its slack
+    (``core.slack_of``) comes from the same estimate."""
 
     tau_s: float = 3600.0
     meter: core.LoadMeter | None = None
@@ -242,7 +243,8 @@ class ArrivalMeter:
                 work = estimator.estimate(job_keys(job), n, job.deadline_s, min(n, capacity))
             except PolicyError:
                 continue  # nothing to estimate it from: it counts as no arrival
-            self.meter.arrive(job.submitted_ms / 1000, work.point)
+            slack = core.slack_of(work, n, job.deadline_s, capacity)
+            self.meter.arrive(job.submitted_ms / 1000, work.point, slack)
         cutoff = self.mark_ms - _LATE_MS
         while self._by_stamp and self._by_stamp[0][0] < cutoff:
             stamp, job_id = heapq.heappop(self._by_stamp)

@@ -174,6 +174,10 @@ def promise_round(
         "running": len(running),
         "arrivals_per_h": round(load.jobs_per_s * 3600, 3),
         "arrival_vcores": round(load.vcores, 3),
+        # the median slack of the recent arrivals (``core.Slack``), what the crowd-out test reads
+        "arrival_slack_s": (
+            round(load.slack.values[len(load.slack.values) // 2], 3) if load.slack else None
+        ),
     }
     recorded: list[core.Decision] = []
     pairs = [

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import event
 
 from app.db.jobs_models import Job
-from app.db.promise_history import ArrivalMeter
+from app.db.promise_history import ArrivalMeter, job_keys
 from app.db.session import transaction
 from app.policies.promise import core
-from app.policies.promise.estimator import Estimator
+from app.policies.promise.estimator import Estimator, Outcome
 from tests.conftest import Db
 
 TAU = 3600.0
@@ -55,9 +55,7 @@ def test_each_submission_counts_once_as_the_simulators_meter_counts_it(db: Db) -
     _add(db, _job("late", 1_590_000), _job("c", 2_500_000, tasks=4))
     with db.sessions() as s:
         later = meter.refresh(s, est, 8, 3_000_000)
-    want = _expected(
-        [(1000.0, 200.0), (1600.0, 100.0), (1590.0, 200.0), (2500.0, 400.0)], 3000.0
-    )
+    want = _expected([(1000.0, 200.0), (1600.0, 100.0), (1590.0, 200.0), (2500.0, 400.0)], 3000.0)
     assert later.jobs_per_s == pytest.approx(want.jobs_per_s)
     assert later.vcores == pytest.approx(want.vcores)
     # A restart (a fresh meter) reads the same submissions back and gives the same rates.
@@ -65,6 +63,17 @@ def test_each_submission_counts_once_as_the_simulators_meter_counts_it(db: Db) -
         rebuilt = ArrivalMeter(TAU).refresh(s, est, 8, 3_000_000)
     assert rebuilt.jobs_per_s == pytest.approx(want.jobs_per_s)
     assert rebuilt.vcores == pytest.approx(want.vcores)
+
+
+def test_the_live_meter_keeps_each_arrivals_slack(db: Db) -> None:
+    est = Estimator()
+    for _ in range(3):  # the signature's runs needed 0.2 of their deadline on their 2 tasks
+        est.learn(Outcome(job_keys(_job("x", 0)), tasks=2, work=40.0, deadline_s=100.0, max_cpus=2))
+    _add(db, _job("a", 1_000_000), _job("b", 1_600_000, deadline_s=50.0))
+    with db.sessions() as s:
+        load = ArrivalMeter(TAU).refresh(s, est, 8, 2_000_000)
+    # each could wait 0.8 of its window and still run its one wave in time
+    assert load.slack is not None and load.slack.values == pytest.approx((40.0, 80.0))
 
 
 def test_submissions_older_than_five_time_constants_are_not_read(db: Db) -> None:

@@ -29,7 +29,10 @@ or waste work on real traces:
   (jobs/s and the vcores their work asks for) a job that would leave less free capacity than
   arrivals need waits while the expected number of arrivals it pushes out is one or more. What
   arrivals find free while it runs grows as running jobs end: the capacity free now plus what
-  each running or just admitted job releases at its bounded end (the ETA's timeline).
+  each running or just admitted job releases at its bounded end (the ETA's timeline). An
+  arrival that can wait until there is room again is not lost: the share of recent arrivals
+  whose slack (how long each could wait and still finish on its full parallelism) is shorter
+  than that wait is what counts.
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
@@ -74,8 +77,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from app.policies.base import ParamSpec, PolicyError, PolicySpec
@@ -604,10 +608,57 @@ def _unpromised(
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """Recent arrivals: jobs per second and the vcores their work asks for on average."""
+    """Recent arrivals: jobs per second, the vcores their work asks for on average and, where
+    known, how long they could wait (``Slack``)."""
 
     jobs_per_s: float
     vcores: float
+    slack: Slack | None = None
+
+
+# Arrivals whose slack the meter keeps: the estimator's default window, enough for the share of
+# them below a wait to move in steps of under 2 %.
+SLACK_WINDOW = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Slack:
+    """Recent arrivals' slack, ascending: the seconds each could have waited at its arrival and
+    still finished by its deadline on its full parallelism (``slack_of``)."""
+
+    values: tuple[float, ...]
+    sums: tuple[float, ...]  # prefix sums of ``values``
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Slack:
+        """The distribution of ``values`` (any order)."""
+        ordered = tuple(sorted(values))
+        sums = [0.0]
+        for v in ordered:
+            sums.append(sums[-1] + v)
+        return cls(ordered, tuple(sums))
+
+    def short_s(self, lo: float, hi: float) -> float:
+        """``integral from lo to hi of P(slack < w) dw``: over arrivals spread evenly across a
+        stretch whose waits for room run from ``lo`` to ``hi`` seconds, how long (in arrival
+        time) those that cannot wait so long keep arriving."""
+        values = self.values
+        n = len(values)
+        if n == 0 or hi <= lo or lo > values[-1]:  # nobody can wait that long
+            return max(0.0, hi - lo)
+        if hi <= values[0]:  # everybody can
+            return 0.0
+        below_lo = bisect.bisect_left(values, lo)
+        below_hi = bisect.bisect_left(values, hi)
+        between = self.sums[below_hi] - self.sums[below_lo]
+        return (below_lo * (hi - lo) + (below_hi - below_lo) * hi - between) / n
+
+
+def slack_of(est: Estimate, tasks: int, deadline_s: float, capacity: int) -> float:
+    """How long a job could wait at its submission and still finish by its deadline on its full
+    parallelism, by its central estimate and start-up bound (0 if it could not wait at all)."""
+    run_s = waves(tasks, min(tasks, capacity)) * est.point / tasks
+    return max(0.0, deadline_s - est.overhead_s - run_s)
 
 
 @dataclass(slots=True)
@@ -618,6 +669,8 @@ class LoadMeter:
     _t: float | None = None
     _jobs: float = 0.0
     _work: float = 0.0
+    _slack: deque[float] = field(default_factory=lambda: deque(maxlen=SLACK_WINDOW))
+    _slack_known: Slack | None = None  # ``Slack.of(_slack)`` until the next arrival
 
     def _decay(self, now_s: float) -> None:
         if self._t is not None and now_s > self._t:
@@ -626,19 +679,26 @@ class LoadMeter:
             self._work *= f
         self._t = now_s if self._t is None else max(self._t, now_s)
 
-    def arrive(self, now_s: float, work: float) -> None:
-        """Count one arrival whose work is expected to be ``work`` vcore-seconds. An arrival
-        older than the meter's clock (counted late) weighs what it would have decayed to."""
+    def arrive(self, now_s: float, work: float, slack_s: float | None = None) -> None:
+        """Count one arrival whose work is expected to be ``work`` vcore-seconds and that could
+        wait ``slack_s`` (``slack_of``; None: not known). An arrival older than the meter's
+        clock (counted late) weighs what it would have decayed to; the slack of the last
+        ``SLACK_WINDOW`` arrivals counted is kept."""
         self._decay(now_s)
         assert self._t is not None
         weight = 1.0 if now_s >= self._t else math.exp(-(self._t - now_s) / self.tau_s)
         self._jobs += weight / self.tau_s
         self._work += weight * work / self.tau_s
+        if slack_s is not None:
+            self._slack.append(slack_s)
+            self._slack_known = None
 
     def load(self, now_s: float) -> Load:
-        """The rates as of ``now_s``."""
+        """The rates as of ``now_s``, with the recent arrivals' slack."""
         self._decay(now_s)
-        return Load(self._jobs, self._work)
+        if self._slack_known is None and self._slack:
+            self._slack_known = Slack.of(self._slack)
+        return Load(self._jobs, self._work, self._slack_known)
 
 
 def _crowded_out(
@@ -656,29 +716,43 @@ def _crowded_out(
     as the ETAs plan them). While that, less this job's ``hold``, covers their mean demand,
     nothing is lost. Short of it, the part of the arrivals' demand this job takes away,
     ``min(hold, demand - spare) / demand``, times the jobs arriving meanwhile, summed over the
-    timeline's steps until it ends. A job is worth one met deadline, so it waits when it would
-    cost one or more (SDR counts jobs: one long job on most of the cluster can cost dozens of
-    short ones). Taking the capacity free now as all that arrivals would find for the whole
-    hold, the rule before, counted arrivals as lost when running jobs would have made room for
-    them soon after (``docs/evaluation.md``, "Crowd-out over the release timeline").
+    timeline's steps. An arrival is lost only if it cannot wait for room: the shortage ends when
+    the spare covers the demand or this job ends, and an arrival at ``t`` before that is lost
+    if its slack is shorter than the rest of the shortage (``Slack.short_s``; with no slack
+    known every one is lost). A job is worth one met deadline, so it waits when it would cost
+    one or more (SDR counts jobs: one long job on most of the cluster can cost dozens of short
+    ones). Taking the capacity free now as all that arrivals would find for the whole hold, and
+    every arrival meanwhile as lost, counted arrivals as lost when running jobs would have made
+    room for them soon after, or when they could have waited for it (``docs/evaluation.md``,
+    "Crowd-out over the release timeline, and arrivals that can wait").
     """
     if load is None or load.vcores <= 0:
         return 0.0
     demand = load.vcores
     level = avail - hold  # spare: what arrivals find free beside this job
+    if level >= demand:  # releases only add to it
+        return 0.0
     end = now_s + duration
+    short: list[tuple[float, float, float]] = []  # (from, to, share of the demand taken)
     t = now_s
-    short_s = 0.0  # seconds of the arrivals' whole demand that this job takes away
     for at, vcores in held:  # in time order
         if level >= demand or at >= end:
             break
         if at > t:
-            short_s += (at - t) * min(hold, demand - level) / demand
+            short.append((t, at, min(hold, demand - level) / demand))
             t = at
         level += vcores
     if level < demand and end > t:
-        short_s += (end - t) * min(hold, demand - level) / demand
-    return load.jobs_per_s * short_s
+        short.append((t, end, min(hold, demand - level) / demand))
+    if not short:
+        return 0.0
+    room_at = short[-1][1]  # when arrivals find room again
+    slack = load.slack
+    lost_s = 0.0  # seconds of arrivals (at the demand's full rate) that cannot wait
+    for a, b, share in short:
+        span = b - a if slack is None else slack.short_s(room_at - b, room_at - a)
+        lost_s += span * share
+    return load.jobs_per_s * lost_s
 
 
 def _queued(j: WaitingJob, est: Estimate, lst: float, waits_for: str) -> Decision:

@@ -9,7 +9,13 @@ import pytest
 
 from app.policies.base import PolicyError
 from app.policies.promise import core
-from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome, rebuild
+from app.policies.promise.estimator import (
+    Estimate,
+    Estimator,
+    EstimatorParams,
+    Outcome,
+    rebuild,
+)
 from app.policies.promise.signature import Keys
 
 K = Keys("sig", "ut", "q")
@@ -79,6 +85,50 @@ def test_arrivals_find_what_running_jobs_release_before_the_hold_ends() -> None:
     long = core.RunningJob("r", 10, 200.0, 0.0, 0.0, 10, K)
     (d,) = core.admit([job], [long], 10, 20, 0.0, est, P, busy)
     assert d.action == "queue" and "crowd out about 1.1 arriving" in d.reason
+
+
+def test_slack_integrates_the_share_of_arrivals_that_cannot_wait() -> None:
+    slack = core.Slack.of([30.0, 0.0, 10.0])
+    # P(slack < w) is 1/3 on (0, 10], 2/3 on (10, 30], 1 above: over waits 0..20, 10/3 + 20/3
+    assert slack.short_s(0.0, 20.0) == pytest.approx(10.0)
+    assert slack.short_s(30.0, 50.0) == pytest.approx(20.0)  # none can wait that long
+    assert slack.short_s(-5.0, 0.0) == pytest.approx(0.0)  # no wait: nobody is lost
+    assert core.Slack.of([]).short_s(0.0, 20.0) == pytest.approx(20.0)
+
+
+def test_arrivals_that_can_wait_for_room_are_not_crowded_out() -> None:
+    est = _taught(0.5)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # As in the test above: 1 vcore short of 9 for a's 100 s hold, 0.1 jobs/s, 1.1 jobs lost
+    # when no arrival can wait.
+    hurried = core.Load(0.1, 9.0, core.Slack.of([0.0] * 4))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, hurried)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # Half of them could wait 200 s: only an arrival whose slack is under the rest of the hold
+    # is lost, half of them over the whole hold: 0.56 jobs.
+    mixed = core.Load(0.1, 9.0, core.Slack.of([0.0, 0.0, 200.0, 200.0]))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, mixed)
+    assert d.action == "admit"
+    # All of them could wait 60 s: lost only those arriving in the first 40 s, 0.44 jobs.
+    assert core._crowded_out(
+        core.Load(0.1, 9.0, core.Slack.of([60.0])), 10, [], 0.0, 2, 100.0
+    ) == pytest.approx(0.1 * 40.0 / 9.0)
+
+
+def test_load_meter_keeps_the_slack_of_the_last_arrivals() -> None:
+    meter = core.LoadMeter(tau_s=100.0)
+    meter.arrive(0.0, 10.0)
+    assert meter.load(0.0).slack is None  # nothing known: every arrival counts as hurried
+    for i in range(core.SLACK_WINDOW + 3):
+        meter.arrive(float(i), 10.0, float(i))
+    slack = meter.load(100.0).slack
+    assert slack is not None and slack.values == tuple(float(i) for i in range(3, 67))
+    # 4 tasks of 20 s (central), a 5 s start-up: on 8 vcores one wave, 25 s of a 50 s window;
+    # on 2 vcores two waves, 45 s; on 1 four, 85 s: it cannot wait at all
+    est = Estimate(upper=120.0, point=80.0, source="task_s@sig", samples=3, overhead_s=5.0)
+    assert core.slack_of(est, 4, 50.0, 8) == pytest.approx(25.0)
+    assert core.slack_of(est, 4, 50.0, 2) == pytest.approx(5.0)
+    assert core.slack_of(est, 4, 50.0, 1) == 0.0
 
 
 def test_load_meter_decays_with_its_time_constant() -> None:
