@@ -76,6 +76,7 @@ Pure: no I/O, no clock (``now_s`` is an argument).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -257,7 +258,9 @@ def admit(
         raise PolicyError("free", f"must be >= 0, got {free}")
     am = params.am_containers
     out: list[Decision] = []
-    releases: list[tuple[float, int]] = []
+    # (bounded end, vcores) of every running job, then also of each one admitted this round, in
+    # time order once the running jobs are in
+    held: list[tuple[float, int]] = []
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
         w = waves(r.tasks, r.cpus)
@@ -289,7 +292,7 @@ def admit(
                 free += r.cpus + am
                 out.append(Decision("kill", r.id, r.cpus + am, f"{why}; it can no longer succeed"))
                 continue
-        releases.append((end_u, r.cpus + am))
+        held.append((end_u, r.cpus + am))
 
     cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
     # Jobs whose bound misses the deadline but that may still meet it (``_tries``).
@@ -354,9 +357,7 @@ def admit(
     cands.sort(key=lambda c: (c[1], c[0], c[2]))
 
     admitted: list[tuple[WaitingJob, Estimate, int, int]] = []  # job, est, limit, grant
-    # (bounded end, vcores) of every running job and of each one admitted so far this round,
-    # in time order
-    held = sorted(releases)
+    held.sort()
     queued: list[Decision] = []
     reservation: tuple[float, int, str] | None = None  # first blocked job: (start, spare, id)
     avail = free
@@ -633,10 +634,7 @@ class Slack:
     def of(cls, values: Iterable[float]) -> Slack:
         """The distribution of ``values`` (any order)."""
         ordered = tuple(sorted(values))
-        sums = [0.0]
-        for v in ordered:
-            sums.append(sums[-1] + v)
-        return cls(ordered, tuple(sums))
+        return cls(ordered, tuple(itertools.accumulate(ordered, initial=0.0)))
 
     def short_s(self, lo: float, hi: float) -> float:
         """``integral from lo to hi of P(slack < w) dw``: over arrivals spread evenly across a
