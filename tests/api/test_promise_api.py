@@ -66,9 +66,11 @@ async def test_post_answers_with_an_eta_and_books_the_am_container(db: Db) -> No
         assert eta["finish_s"] - eta["start_s"] == pytest.approx(120, abs=0.01)
         second = (await client.post("/jobs", json=body(name="other"))).json()
         # 3 vcores left: 4 tasks + 1 AM do not fit; with no history it needs its whole window,
-        # so it can start no later than its submission: it waits, and says for what.
+        # so it can start no later than its submission, and the first job ends too late even
+        # at its central estimate: it waits for room to be tried, and says for what.
         assert second["state"] == "queued"
-        assert second["eta"]["waits_for"].startswith("running jobs to end")
+        waits_for = second["eta"]["waits_for"]
+        assert waits_for == "vcores free enough to try it (running jobs end too late)"
         submitted = dt.datetime.fromisoformat(second["submitted_at"]).timestamp()
         assert second["eta"]["latest_start_s"] == pytest.approx(submitted, abs=0.01)
         # Read now, the plan already says it cannot make it and when it could have finished:

@@ -59,6 +59,12 @@ or waste work on real traces:
   refused at once. Without an arrival rate only jobs that run whole on ``learn_cpus`` vcores are
   tried, when their median fits. On the evaluation grid tries raised SDR in 52 of 112 cells and
   lowered it in none; WTR rose in 38, above 0.02 in eight (``docs/evaluation.md``).
+  A job whose bound would fit the whole cluster but that no start after the running jobs' bounded
+  ends lets finish in time is tried too, on what is free now, when even their central ends leave
+  it no start (waiting is then a bet on them ending early, at worse than even odds) and its own
+  chance is at least even. Waiting for its promise, such a job was refused at its latest start:
+  the largest class of jobs lost where the evaluation's goal missed (83 of 204, in 15 of 21
+  cells; ``docs/evaluation.md``, "Trying what waiting cannot save").
 * Exploration (``_explore``): a job that would be refused, small (it runs whole on
   ``learn_cpus`` vcores or fewer) and of a signature with fewer runs than the estimator needs, is
   started on its tasks when they are free. Its bound and its chance then come from other jobs'
@@ -233,6 +239,20 @@ def _earliest_finish(
     return best
 
 
+def _first_start(
+    steps: list[tuple[float, int]], tasks: int, limit: int, task_s: float, due: float, am: int
+) -> tuple[float, int, int] | None:
+    """The first release step from which a grant finishes ``tasks`` of ``task_s`` by ``due``:
+    ``(time, vcores spare beside it, grant)``; None if none does."""
+    for t, level in steps:
+        if task_s > 0 and (due - t) / task_s + _EPS < 1:  # not one wave fits from here on
+            return None
+        need = min_grant(tasks, limit, task_s, due - t)
+        if need is not None and need + am <= level:
+            return (t, level - need - am, need)
+    return None
+
+
 def admit(
     waiting: Sequence[WaitingJob],
     running: Sequence[RunningJob],
@@ -261,6 +281,8 @@ def admit(
     # (bounded end, vcores) of every running job, then also of each one admitted this round, in
     # time order once the running jobs are in
     held: list[tuple[float, int]] = []
+    # the same at their central estimates (each as likely to have ended by then as not), any order
+    held_point: list[tuple[float, int]] = []
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
         w = waves(r.tasks, r.cpus)
@@ -293,6 +315,8 @@ def admit(
                 out.append(Decision("kill", r.id, r.cpus + am, f"{why}; it can no longer succeed"))
                 continue
         held.append((end_u, r.cpus + am))
+        end_p = r.started_s + est.overhead_s + w * max(est.point / r.tasks, r.task_floor_s)
+        held_point.append((max(now_s, end_p), r.cpus + am))
 
     cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
     # Jobs whose bound misses the deadline but that may still meet it (``_tries``).
@@ -311,12 +335,8 @@ def admit(
         due = j.deadline_at - est.overhead_s
         fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am)
         if fin > due + _EPS:
-            works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
-            # the latest start from which it may still meet the deadline: its smallest predicted
-            # work, or its median where only small jobs are tried at their median
-            lowest = works[0] if mean_work is not None else est.point
-            lst_try = due - waves(j.tasks, limit) * lowest / j.tasks
-            cand = _Try(lst_try, j, est, works, limit)
+            cand = _try_of(j, est, limit, capacity, estimator, mean_work)
+            lst_try = cand.lst
             # worth trying on the most it could ever get (all it can use, now); else refused now
             if (
                 lst_try >= now_s - _EPS
@@ -385,17 +405,22 @@ def admit(
             admitted.append((j, est, limit, g))
             avail -= g + am
             bisect.insort(held, (now_s + est.overhead_s + waves(j.tasks, g) * task_u, g + am))
+            held_point.append((now_s + est.overhead_s + hold_s, g + am))
             continue
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
-            res_steps = _timeline(avail, held, now_s)
-            res = None
-            for t, level in res_steps:
-                need = min_grant(j.tasks, limit, task_u, due - t)
-                if need is not None and need + am <= level:
-                    res = (t, level - need - am, need)
-                    break
+            res = _first_start(_timeline(avail, held, now_s), j.tasks, limit, task_u, due, am)
             if res is None:
+                central = _timeline(avail, held_point, now_s)
+                no_start = _first_start(central, j.tasks, limit, task_u, due, am) is None
+                if no_start and (mean_work is not None or j.tasks <= params.learn_cpus):
+                    # Waiting for its promise is a bet that running jobs end early, and a poor
+                    # one: even at their central estimates they leave it no start in time.
+                    # Trying it now on what is free is the better bet when its history gives
+                    # that even odds or more ("Tries").
+                    cand = _try_of(j, est, limit, capacity, estimator, mean_work)
+                    tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
+                    continue
                 queued.append(
                     _queued(
                         j,
@@ -465,6 +490,25 @@ class _Try(NamedTuple):
     works: list[float]  # predicted work per history sample, ascending
     limit: int
     explore: bool = False  # small, its signature still unknown: started for what it teaches
+    min_p: float = 0.0  # the least chance it is tried on
+    why: str = "its bound misses"  # why it is not promised, while it waits
+
+
+def _try_of(
+    j: WaitingJob,
+    est: Estimate,
+    limit: int,
+    capacity: int,
+    estimator: Estimator,
+    mean_work: float | None,
+) -> _Try:
+    """``j`` as a try: its history's predicted works and the latest start from which it may
+    still meet its deadline (by its smallest predicted work, or its median where only small
+    jobs are tried at their median)."""
+    works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
+    lowest = works[0] if mean_work is not None else est.point
+    due = j.deadline_at - est.overhead_s
+    return _Try(due - waves(j.tasks, limit) * lowest / j.tasks, j, est, works, limit)
 
 
 def _try_at(
@@ -482,6 +526,8 @@ def _try_at(
     if n_fit == 0:
         return None
     p = n_fit / len(t.works)
+    if p < t.min_p:
+        return None
     # the smallest grant on which the same runs of its history still fit
     g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s) or g_max
     if mean_work is None:
@@ -516,11 +562,13 @@ def _tries(
     from ``LoadMeter``). Hence ``p * mean_work > waste_price * (1 - p) * waste``: a one-vcore job
     is tried on a small chance, a job that would hold much of the cluster only when nearly sure.
     Its grant is the smallest that gives that chance; it must not crowd out arrivals worth more
-    than ``p`` (``_crowded_out``). Without an arrival rate (``mean_work`` None) only jobs that run
-    whole on ``learn_cpus`` vcores are tried, when their median fits. A job not worth trying even
-    on all it can use is refused at once (``admit``); one that is worth it but cannot start on
-    what is free waits, holding no reservation, and is dropped once even its smallest predicted
-    work can no longer finish in time. A tried job's ETA is its central estimate; it is killed
+    than ``p`` (``_crowded_out``). A try may ask for a least chance (``_Try.min_p``): a job that
+    could still be promised if running jobs ended early is tried only on even odds or better.
+    Without an arrival rate (``mean_work`` None) only jobs that run whole on ``learn_cpus``
+    vcores are tried, when their median fits. A job not worth trying even on all it can use is
+    refused at once (``admit``); one that is worth it but cannot start on what is free waits,
+    holding no reservation, and is dropped once even its smallest predicted work can no longer
+    finish in time. A tried job's ETA is its central estimate; it is killed
     at its deadline like any other job.
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
@@ -535,7 +583,7 @@ def _tries(
             if _crowded_out(load, avail, held, now_s, g + am, hold_s) >= p:
                 chosen = None
         if chosen is None:
-            queued.append(_queued(j, est, t.lst, "vcores free enough to try it (its bound misses)"))
+            queued.append(_queued(j, est, t.lst, f"vcores free enough to try it ({t.why})"))
             continue
         g, p = chosen
         avail -= g + am

@@ -369,6 +369,34 @@ def test_a_larger_job_is_tried_when_its_chance_is_worth_what_a_miss_would_waste(
     assert d.action == "drop"
 
 
+def test_a_job_that_only_early_ends_could_save_is_tried_on_even_odds_or_better() -> None:
+    # task seconds 10, 11, 12, 13, 20: bound 20 s a task, central 12 s. The 4-task job fits the
+    # 8-vcore cluster in one 20 s wave by its 30 s deadline, but 6 vcores are held by a 6-task
+    # job of the same history and only 2 are free: it must start on 4 by 10 s.
+    est = _four_task_runs(10, 11, 12, 13, 20)
+    busy = core.Load(jobs_per_s=0.01, vcores=1.0)
+    job = core.WaitingJob("w", tasks=4, deadline_s=30.0, submitted_s=0.0, keys=K)
+    # the running job started 5 s ago: its central end (7 s) would leave a start, its bounded
+    # end (15 s) would not; the job waits for the running job to end early
+    early = core.RunningJob("r", 6, 100.0, -5.0, -5.0, 6, K)
+    (d,) = core.admit([job], [early], 2, 8, 0.0, est, P, load=busy)
+    assert d.action == "queue" and "running jobs to end before their bounds" in d.reason
+    # started now, even its central end (12 s) is too late: waiting is a poor bet, and on the 2
+    # free vcores (two waves) four of five runs fit 30 s
+    now = core.RunningJob("r", 6, 100.0, 0.0, 0.0, 6, K)
+    (d,) = core.admit([job], [now], 2, 8, 0.0, est, P, load=busy)
+    assert (d.action, d.cpus) == ("admit", 2) and "80% of its history fits" in d.reason
+    assert d.finish_s == pytest.approx(24.0)  # two central 12 s waves
+    # by a 22 s deadline two of five fit two waves: worse than even odds, so it waits
+    tight = dataclasses.replace(job, deadline_s=22.0)
+    (d,) = core.admit([tight], [now], 2, 8, 0.0, est, P, load=busy)
+    assert (
+        d.action == "queue"
+        and d.waits_for == "vcores free enough to try it (running jobs end too late)"
+    )
+    assert d.latest_start_s == pytest.approx(12.0)  # its fastest run: one 10 s wave on 4
+
+
 def test_a_try_gets_the_smallest_grant_that_keeps_its_chance() -> None:
     # task seconds 5, 6, 7, 8, 20: the bound (one 20 s wave) misses a 19 s deadline; on 4
     # vcores four of five runs fit, and the largest of those (8 s tasks) fits two waves on 2
