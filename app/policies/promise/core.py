@@ -36,7 +36,7 @@ or waste work on real traces:
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
-  the moment its latest start passes.
+  the moment its latest start passes, unless it is worth trying then ("Tries").
 * Learning-aware kills: a running job past its deadline is killed (continuing only wastes
   capacity), unless it is small (``learn_cpus`` vcores or fewer) and its signature has fewer runs
   than the estimator needs (its completion is what teaches the estimator that signature).
@@ -59,12 +59,14 @@ or waste work on real traces:
   refused at once. Without an arrival rate only jobs that run whole on ``learn_cpus`` vcores are
   tried, when their median fits. On the evaluation grid tries raised SDR in 52 of 112 cells and
   lowered it in none; WTR rose in 38, above 0.02 in eight (``docs/evaluation.md``).
-  A job whose bound would fit the whole cluster but that no start after the running jobs' bounded
-  ends lets finish in time is tried too, on what is free now, when even their central ends leave
-  it no start (waiting is then a bet on them ending early, at worse than even odds) and its own
-  chance is at least even. Waiting for its promise, such a job was refused at its latest start:
-  the largest class of jobs lost where the evaluation's goal missed (83 of 204, in 15 of 21
-  cells; ``docs/evaluation.md``, "Trying what waiting cannot save").
+  The first job that does not fit now, if its bound would fit the whole cluster but no start
+  after the running jobs' bounded ends lets it finish in time, is tried too, on what is free now,
+  when even their central ends leave it no start (waiting is then a bet on them ending early, at
+  roughly even odds or worse) and its own chance is at least even; jobs behind it wait as before.
+  Waiting for its promise, such a job was refused at its latest start: the largest class of jobs
+  lost where the evaluation's goal missed (83 of 204, in 15 of 21 cells; ``docs/evaluation.md``,
+  "Trying what waiting cannot save"). Like any try it may take vcores the first waiting job's
+  ETA counted on.
 * Exploration (``_explore``): a job that would be refused, small (it runs whole on
   ``learn_cpus`` vcores or fewer) and of a signature with fewer runs than the estimator needs, is
   started on its tasks when they are free. Its bound and its chance then come from other jobs'
@@ -245,8 +247,8 @@ def _first_start(
     """The first release step from which a grant finishes ``tasks`` of ``task_s`` by ``due``:
     ``(time, vcores spare beside it, grant)``; None if none does."""
     for t, level in steps:
-        if task_s > 0 and (due - t) / task_s + _EPS < 1:  # not one wave fits from here on
-            return None
+        if task_s > 0 and (due - t) / task_s + _EPS < 1:
+            return None  # not one wave fits, nor from any later step
         need = min_grant(tasks, limit, task_s, due - t)
         if need is not None and need + am <= level:
             return (t, level - need - am, need)
@@ -411,16 +413,16 @@ def admit(
             # the first job that does not fit now: its expected start once running jobs end
             res = _first_start(_timeline(avail, held, now_s), j.tasks, limit, task_u, due, am)
             if res is None:
-                central = _timeline(avail, held_point, now_s)
-                no_start = _first_start(central, j.tasks, limit, task_u, due, am) is None
-                if no_start and (mean_work is not None or j.tasks <= params.learn_cpus):
-                    # Waiting for its promise is a bet that running jobs end early, and a poor
-                    # one: even at their central estimates they leave it no start in time.
-                    # Trying it now on what is free is the better bet when its history gives
-                    # that even odds or more ("Tries").
-                    cand = _try_of(j, est, limit, capacity, estimator, mean_work)
-                    tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
-                    continue
+                # Waiting for its promise is a bet that running jobs end early, and a poor one
+                # when even at their central estimates they leave it no start in time: trying
+                # it now on what is free is the better bet when its history gives that even
+                # odds or more ("Tries").
+                if mean_work is not None or j.tasks <= params.learn_cpus:
+                    central = _timeline(avail, held_point, now_s)
+                    if _first_start(central, j.tasks, limit, task_u, due, am) is None:
+                        cand = _try_of(j, est, limit, capacity, estimator, mean_work)
+                        tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
+                        continue
                 queued.append(
                     _queued(
                         j,
@@ -491,7 +493,7 @@ class _Try(NamedTuple):
     limit: int
     explore: bool = False  # small, its signature still unknown: started for what it teaches
     min_p: float = 0.0  # the least chance it is tried on
-    why: str = "its bound misses"  # why it is not promised, while it waits
+    why: str = "its bound misses"  # why it is not promised (its reasons say)
 
 
 def _try_of(
@@ -549,8 +551,9 @@ def _tries(
     price: float,
 ) -> None:
     """Start, with what the promised jobs left (``avail``; ``held``: when each running or
-    admitted job releases its vcores), the jobs whose bound misses their deadline but whose
-    chance of meeting it is worth what a miss would waste.
+    admitted job releases its vcores), the jobs that cannot be promised (their bound misses
+    their deadline, or running jobs end too late for it) but whose chance of meeting it is
+    worth what a miss would waste.
 
     The bound is what keeps promises to the other jobs; a job that only its bound rules out is
     not hopeless. Its chance ``p`` of meeting the deadline on the vcores free now is the share of
@@ -598,7 +601,7 @@ def _tries(
                 g,
                 now_s,
                 finish,
-                f"tried on {g} vcores: its bound misses the deadline {_at(j.deadline_at, now_s)}; "
+                f"tried on {g} vcores ({t.why}; deadline {_at(j.deadline_at, now_s)}): "
                 f"{p:.0%} of its history fits, central estimate finishes by {_at(finish, now_s)} "
                 f"({est.source})",
             )

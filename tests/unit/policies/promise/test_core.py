@@ -386,6 +386,7 @@ def test_a_job_that_only_early_ends_could_save_is_tried_on_even_odds_or_better()
     now = core.RunningJob("r", 6, 100.0, 0.0, 0.0, 6, K)
     (d,) = core.admit([job], [now], 2, 8, 0.0, est, P, load=busy)
     assert (d.action, d.cpus) == ("admit", 2) and "80% of its history fits" in d.reason
+    assert d.reason.startswith("tried on 2 vcores (running jobs end too late;")
     assert d.finish_s == pytest.approx(24.0)  # two central 12 s waves
     # by a 22 s deadline two of five fit two waves: worse than even odds, so it waits
     tight = dataclasses.replace(job, deadline_s=22.0)
