@@ -255,6 +255,29 @@ def _first_start(
     return None
 
 
+def _central_ends(
+    alive: list[tuple[RunningJob, Estimate, int]],
+    admitted: list[tuple[WaitingJob, Estimate, int, int]],
+    now_s: float,
+    am: int,
+) -> list[tuple[float, int]]:
+    """``(end, vcores)`` of every running job and each one admitted this round at its central
+    estimate, when it is as likely to have ended as not (the bounded ends' counterpart; built
+    only for the rare job that the bounded ends leave no start)."""
+    ends = [
+        (
+            max(now_s, r.started_s + e.overhead_s + w * max(e.point / r.tasks, r.task_floor_s)),
+            r.cpus + am,
+        )
+        for r, e, w in alive
+    ]
+    ends += [
+        (now_s + e.overhead_s + waves(j.tasks, g) * e.point / j.tasks, g + am)
+        for j, e, _, g in admitted
+    ]
+    return ends
+
+
 def admit(
     waiting: Sequence[WaitingJob],
     running: Sequence[RunningJob],
@@ -274,6 +297,12 @@ def admit(
         raise PolicyError("capacity", f"must be >= 1, got {capacity}")
     # Mean work of an arriving job: the unit a try's possible waste is priced in (``_tries``).
     mean_work = load.vcores / load.jobs_per_s if load is not None and load.jobs_per_s > 0 else None
+
+    def triable(tasks: int) -> bool:
+        """Whether a job may be tried at all: any, once a try's waste can be priced; without an
+        arrival rate only one that runs whole on ``learn_cpus`` vcores (``_tries``)."""
+        return mean_work is not None or tasks <= params.learn_cpus
+
     if not params.crowd_out:
         load = None
     if free < 0:
@@ -283,8 +312,7 @@ def admit(
     # (bounded end, vcores) of every running job, then also of each one admitted this round, in
     # time order once the running jobs are in
     held: list[tuple[float, int]] = []
-    # the same at their central estimates (each as likely to have ended by then as not), any order
-    held_point: list[tuple[float, int]] = []
+    alive: list[tuple[RunningJob, Estimate, int]] = []  # running jobs not killed, their waves
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
         w = waves(r.tasks, r.cpus)
@@ -317,8 +345,7 @@ def admit(
                 out.append(Decision("kill", r.id, r.cpus + am, f"{why}; it can no longer succeed"))
                 continue
         held.append((end_u, r.cpus + am))
-        end_p = r.started_s + est.overhead_s + w * max(est.point / r.tasks, r.task_floor_s)
-        held_point.append((max(now_s, end_p), r.cpus + am))
+        alive.append((r, est, w))
 
     cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
     # Jobs whose bound misses the deadline but that may still meet it (``_tries``).
@@ -342,7 +369,7 @@ def admit(
             # worth trying on the most it could ever get (all it can use, now); else refused now
             if (
                 lst_try >= now_s - _EPS
-                and (mean_work is not None or j.tasks <= params.learn_cpus)
+                and triable(j.tasks)
                 and _try_at(cand, limit, now_s, am, mean_work, params.waste_price) is not None
             ):
                 tries.append(cand)
@@ -407,7 +434,6 @@ def admit(
             admitted.append((j, est, limit, g))
             avail -= g + am
             bisect.insort(held, (now_s + est.overhead_s + waves(j.tasks, g) * task_u, g + am))
-            held_point.append((now_s + est.overhead_s + hold_s, g + am))
             continue
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
@@ -417,8 +443,9 @@ def admit(
                 # when even at their central estimates they leave it no start in time: trying
                 # it now on what is free is the better bet when its history gives that even
                 # odds or more ("Tries").
-                if mean_work is not None or j.tasks <= params.learn_cpus:
-                    central = _timeline(avail, held_point, now_s)
+                if triable(j.tasks):
+                    ends = _central_ends(alive, admitted, now_s, am)
+                    central = _timeline(avail, ends, now_s)
                     if _first_start(central, j.tasks, limit, task_u, due, am) is None:
                         cand = _try_of(j, est, limit, capacity, estimator, mean_work)
                         tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
@@ -571,8 +598,8 @@ def _tries(
     vcores are tried, when their median fits. A job not worth trying even on all it can use is
     refused at once (``admit``); one that is worth it but cannot start on what is free waits,
     holding no reservation, and is dropped once even its smallest predicted work can no longer
-    finish in time. A tried job's ETA is its central estimate; it is killed
-    at its deadline like any other job.
+    finish in time. A tried job's ETA is its central estimate; it is killed at its deadline like
+    any other job.
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
         j, est = t.job, t.est
