@@ -60,6 +60,12 @@ def probe() -> Iterator[Probe]:
         p.close()
 
 
+def _in_order(seen: list[float], path: list[float]) -> bool:
+    """Every value seen appears in ``path``, in the same order."""
+    rest = iter(path)
+    return all(any(v == p for p in rest) for v in seen)
+
+
 async def _maxima(rm_url: str) -> dict[str, float]:
     async with RMClient([rm_url], timeout_s=30) as client:
         live = await Actuator(client).read_live("root")
@@ -121,13 +127,16 @@ async def test_a_violated_slo_lowers_batch_maxima_step_by_step_and_recovery_rest
                 break
             await asyncio.sleep(0.5)
         details = [(await client.get(f"/decisions/{d['id']}")).json() for d in pushed]
-    etl = [m["root.etl"] for m in seen]
-    # step by step both ways, never past the capacity
-    assert etl == [100.0, 60.0, 20.0, 60.0, 100.0], seen
     guards = [d["outputs"]["guard"] for d in reversed(details)]
     assert len(guards) == 4
+    # step by step both ways, never past the capacity: each step is a pushed decision the
+    # controller read back from the RM; sampling the RM can miss a step shorter than a sample
+    steps = [g["targets_pp"] for g in guards]
+    assert steps == [{q: v for q in BATCH} for v in (60.0, 20.0, 60.0, 100.0)]
+    etl = [m["root.etl"] for m in seen]
+    assert etl[0] == 100.0 and 20.0 in etl and etl[-1] == 100.0, seen
+    assert _in_order(etl, [100.0, 60.0, 20.0, 60.0, 100.0]), seen
     assert [g["readings"][0]["violated"] for g in guards] == [True, True, False, False]
-    assert guards[0]["targets_pp"] == {"root.etl": 60.0, "root.adhoc": 60.0}
     assert guards[-1]["reason"] == "every SLO held: maximum-capacity restored"
     assert guards[-1]["state_after"] == {}
     # the calm tick before the first raise held the caps (hysteresis of two ticks)
