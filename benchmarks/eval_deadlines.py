@@ -16,6 +16,12 @@ queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities 
 ``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
 ``--deadline-basis template`` draws each deadline from its template's median run instead of the
 job's own (``app.sim.deadlines``; only named jobs, i.e. ``recurring``, change).
+
+``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
+it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
+3 (``--seeds``), each cell's deadlines drawn with its workload's seed (with template deadlines,
+``recurring`` only). ``--compare BEFORE.json AFTER.json`` prints what changed between two saved
+runs of the same cells: goal, SDR condition, mean SDR, WTR above 0.02, and the cells that moved.
 """
 
 from __future__ import annotations
@@ -50,6 +56,18 @@ def workloads(root: Path, limit: int, seed: int) -> dict[str, list[SimJob]]:
         "recurring": recurring.recurring(recurring.RecurringSpec(jobs=limit), seed),
     }
     return {k: v[:limit] for k, v in out.items()}
+
+
+def selection(limit: int, seeds: list[int], basis: str) -> list[tuple[str, list[SimJob], int]]:
+    """The selection set: ``(name, jobs, seed)`` of the seeded workloads (module docstring)."""
+    out: list[tuple[str, list[SimJob], int]] = []
+    for seed in seeds:
+        if basis == "ideal":  # the synthetic jobs have no templates: their deadlines do not change
+            jobs = trace.synthetic(trace.SyntheticSpec(jobs=limit), seed)
+            out.append((f"synthetic-s{seed}", jobs, seed))
+        spec = recurring.RecurringSpec(jobs=limit)
+        out.append((f"recurring-s{seed}", recurring.recurring(spec, seed), seed))
+    return out
 
 
 def goal_holds(margin: float, wtr: float) -> bool:
@@ -138,6 +156,54 @@ def scatter(cells: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
+    """What changed for Promise between two runs of the same cells (``--compare``)."""
+
+    def key(c: dict[str, Any]) -> tuple[Any, ...]:
+        return (c["workload"], c["vcores"], c["deadlines"], c["model"], c.get("basis", "ideal"))
+
+    old, new = {key(c): c for c in before}, {key(c): c for c in after}
+    keys = [k for k in old if k in new]
+    if not keys:
+        raise SystemExit("--compare: the two files have no cell in common")
+
+    def row(name: str, cells: dict[tuple[Any, ...], dict[str, Any]]) -> str:
+        p = [cells[k]["results"]["promise"] for k in keys]
+        goal = sum(
+            goal_holds(cells[k]["margin"], cells[k]["results"]["promise"]["wtr"]) for k in keys
+        )
+        sdr_ok = sum(cells[k]["margin"] >= -0.01 - 1e-9 for k in keys)
+        mean_sdr = sum(r["sdr"] for r in p) / len(p)
+        over = sum(r["wtr"] > 0.02 for r in p)
+        top = max(r["wtr"] for r in p)
+        return f"{name:<8}{goal:>6}{sdr_ok:>10}{mean_sdr:>10.4f}{over:>10}{top:>9.3f}"
+
+    lines = [
+        f"{len(keys)} cells in both",
+        f"{'':<8}{'goal':>6}{'SDR cond':>10}{'mean SDR':>10}{'WTR>0.02':>10}{'max WTR':>9}",
+        row("before", old),
+        row("after", new),
+    ]
+    up = down = 0
+    moved: list[str] = []
+    for k in keys:
+        a, b = old[k]["results"]["promise"], new[k]["results"]["promise"]
+        up += b["sdr"] > a["sdr"] + 1e-9
+        down += b["sdr"] < a["sdr"] - 1e-9
+        ga = goal_holds(old[k]["margin"], a["wtr"])
+        gb = goal_holds(new[k]["margin"], b["wtr"])
+        if ga != gb:
+            moved.append(
+                f"  {' '.join(str(x) for x in k[:4])}: SDR {a['sdr']:.3f} -> {b['sdr']:.3f}, "
+                f"WTR {a['wtr']:.3f} -> {b['wtr']:.3f}, goal {'ok' if ga else 'no'} -> "
+                f"{'ok' if gb else 'no'}"
+            )
+    lines.append(f"Promise's SDR up in {up} cells, down in {down}")
+    if moved:
+        lines += ["cells whose goal changed:", *moved]
+    return "\n".join(lines)
+
+
 def _num(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -157,30 +223,43 @@ def main(argv: list[str] | None = None) -> int:
         default="ideal",
         help="T_i of each deadline x T_i (app.sim.deadlines): the job's own run or its template's",
     )
+    p.add_argument("--selection", action="store_true", help="the seeded selection set instead")
+    p.add_argument("--seeds", default="1,2,3", help="with --selection: the workload seeds")
+    p.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"))
     p.add_argument("--out", type=Path)
     p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
     p.add_argument("--plot", type=Path, help="with --markdown: also draw SDR against WTR (PNG)")
     a = p.parse_args(argv)
     if a.markdown:
-        cells = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
-        print(markdown(cells))
+        saved = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
+        print(markdown(saved))
         if a.plot is not None:
-            scatter(cells, a.plot)
+            scatter(saved, a.plot)
         return 0
-    loads = workloads(a.traces, a.limit_jobs, a.seed)
+    if a.compare:
+        before, after = (json.loads(path.read_text("utf-8")) for path in a.compare)
+        print(compare(before, after))
+        return 0
+    if a.selection:
+        seeds = [int(x) for x in a.seeds.split(",")]
+        runs = selection(a.limit_jobs, seeds, a.deadline_basis)
+        if a.workload:
+            runs = [r for r in runs if r[0].rsplit("-s", 1)[0] in a.workload]
+    else:
+        loads = workloads(a.traces, a.limit_jobs, a.seed)
+        runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
     cells: list[dict[str, Any]] = []
     print(
         f"{'workload':<12}{'cap':>6}{'deadlines':>12}{'model':>7} "
         + " ".join(f"{n[:7]:>7}" for n in POLICIES)
         + f"{'margin':>8}{'p.wtr':>7}{'2x':>6} goal"
     )
-    for wname in a.workload or list(loads):
-        jobs = loads[wname]
+    for wname, jobs, seed in runs:
         for ctext in a.capacity or ["1x-mean", "2x-mean"]:
             cap = experiment.resolve_capacity(ctext, jobs)
             for kind in a.deadline or list(deadlines.DEADLINE_TYPES):
                 for model in a.model or ["fluid", "tasks"]:
-                    res = run_cell(jobs, cap, kind, model, a.seed, a.deadline_basis)
+                    res = run_cell(jobs, cap, kind, model, seed, a.deadline_basis)
                     best = max(res[n]["sdr"] for n in POLICIES if n != "promise")
                     margin = res["promise"]["sdr"] - best
                     ok = goal_holds(margin, res["promise"]["wtr"])

@@ -1,0 +1,88 @@
+"""The deadline evaluation's selection set and its before/after comparison
+(``benchmarks/eval_deadlines.py``): what a change to Promise is chosen on and judged by."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "eval_deadlines.py"
+
+
+@pytest.fixture(scope="module")
+def ev() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eval_deadlines", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cell(workload: str, kind: str, sdr: dict[str, float], wtr: float = 0.0) -> dict[str, Any]:
+    results = {n: {"sdr": v, "wtr": 0.0} for n, v in sdr.items()}
+    results["promise"]["wtr"] = wtr
+    best = max(v for n, v in sdr.items() if n != "promise")
+    return {
+        "workload": workload,
+        "vcores": 100,
+        "deadlines": kind,
+        "model": "fluid",
+        "basis": "ideal",
+        "results": results,
+        "margin": sdr["promise"] - best,
+    }
+
+
+def test_the_selection_set_is_both_seeded_workloads_per_seed(ev: ModuleType) -> None:
+    own = ev.selection(40, [1, 2], "ideal")
+    assert [name for name, _, _ in own] == [
+        "synthetic-s1",
+        "recurring-s1",
+        "synthetic-s2",
+        "recurring-s2",
+    ]
+    assert [seed for _, _, seed in own] == [1, 1, 2, 2]
+    assert all(len(jobs) == 40 for _, jobs, _ in own)
+    # each seed draws its own jobs
+    assert [j.work for j in own[0][1]] != [j.work for j in own[2][1]]
+    # template deadlines only change jobs that have templates
+    assert [name for name, _, _ in ev.selection(40, [3], "template")] == ["recurring-s3"]
+
+
+def test_compare_counts_goals_sdr_moves_and_names_the_cells_that_changed(
+    ev: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = [
+        _cell("a", "Fixed1x", {"oracle": 0.90, "promise": 0.85}),  # goal missed
+        _cell("a", "Fixed2x", {"oracle": 0.90, "promise": 0.95}),
+        _cell("b", "Fixed1x", {"oracle": 0.90, "promise": 0.92}),
+    ]
+    after = [
+        _cell("a", "Fixed1x", {"oracle": 0.90, "promise": 0.90}),  # now met
+        _cell("a", "Fixed2x", {"oracle": 0.90, "promise": 0.95}),  # unchanged
+        _cell("b", "Fixed1x", {"oracle": 0.90, "promise": 0.93}, wtr=0.05),  # WTR breaks it
+    ]
+    text = ev.compare(before, after)
+    lines = text.splitlines()
+    assert lines[0] == "3 cells in both"
+    assert lines[2].split() == ["before", "2", "2", "0.9067", "0", "0.000"]
+    assert lines[3].split() == ["after", "2", "3", "0.9267", "1", "0.050"]
+    assert "Promise's SDR up in 2 cells, down in 0" in text
+    assert "a 100 Fixed1x fluid: SDR 0.850 -> 0.900, WTR 0.000 -> 0.000, goal no -> ok" in text
+    assert "b 100 Fixed1x fluid: SDR 0.920 -> 0.930, WTR 0.000 -> 0.050, goal ok -> no" in text
+    assert "Fixed2x" not in text
+    # the command line reads two saved runs
+    paths = []
+    for name, cells in (("before", before), ("after", after)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(cells), "utf-8")
+        paths.append(str(path))
+    assert ev.main(["--compare", *paths]) == 0
+    assert capsys.readouterr().out.strip() == text
+    with pytest.raises(SystemExit, match="no cell in common"):
+        ev.compare(before, [_cell("c", "Fixed1x", {"oracle": 0.5, "promise": 0.5})])
