@@ -17,6 +17,11 @@ queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities 
 ``--deadline-basis template`` draws each deadline from its template's median run instead of the
 job's own (``app.sim.deadlines``; only named jobs, i.e. ``recurring``, change).
 
+``--explain FILE.json`` runs again each cell of a saved run where the goal fails (same
+``--traces``, ``--limit-jobs`` and ``--seed``) and counts, job by job, the deadlines the best other
+policy met and Promise did not, by what Promise did with the job: refused at arrival or after
+waiting (and whose history bounded it), killed at its first wave or past its deadline, or late.
+
 ``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
 it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
 3 (``--seeds``), each cell's deadlines drawn with its workload's seed (with template deadlines,
@@ -29,13 +34,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from app.sim import deadlines, experiment, recurring, trace
 from app.sim.cluster import ClusterSpec
-from app.sim.jobs import SimJob
+from app.sim.jobs import JobRun, SimJob, Status
 from app.sim.promise_adapter import PromiseAllocator
 from app.sim.runner import Simulation
 
@@ -68,6 +75,62 @@ def selection(limit: int, seeds: list[int], basis: str) -> list[tuple[str, list[
         spec = recurring.RecurringSpec(jobs=limit)
         out.append((f"recurring-s{seed}", recurring.recurring(spec, seed), seed))
     return out
+
+
+def loss_class(run: JobRun) -> str:
+    """What Promise did with a job it did not finish in time (``--explain``), in words."""
+    why = run.reason
+    if run.status is Status.DROPPED:
+        when = "at arrival" if (run.end_s or 0.0) - run.job.submit_s < 1e-3 else "after waiting"
+        source = re.search(r"\((task_s|ratio)@([^)]*)\)$", why)
+        if source is None:
+            return f"refused {when}"
+        what = "task times" if source.group(1) == "task_s" else "deadline ratios"
+        key = source.group(2)
+        if key.startswith("n:") or "|c:" in key:
+            whose = "its signature's"
+        else:
+            whose = {"u": "its user's", "q": "its queue's", "*": "the cluster's"}.get(key[:1], key)
+        return f"refused {when}, bound by {whose} {what}"
+    if run.status is Status.KILLED:
+        return "killed at its first wave" if why.startswith("its first tasks") else "killed late"
+    if run.status is Status.MISSED:
+        return "finished late"
+    return str(run.status.value)
+
+
+def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int) -> str:
+    """Where Promise lost jobs in each failing cell, against that cell's best other policy."""
+    lines: list[str] = []
+    total: Counter[str] = Counter()
+    for c in cells:
+        if c["goal"]:
+            continue
+        name = c["workload"]
+        picked = re.fullmatch(r"(synthetic|recurring)-s(\d+)", name)
+        cell_seed = int(picked.group(2)) if picked else seed
+        jobs = loads[name]
+        res = c["results"]
+        other = max((n for n in POLICIES if n != "promise"), key=lambda n: res[n]["sdr"])
+        dj = deadlines.assign_deadlines(
+            jobs, c["deadlines"], c["vcores"], cell_seed, c.get("basis", "ideal")
+        )
+        spec = ClusterSpec(c["vcores"])
+        ran = {n: experiment.run_policy(n, dj, spec, model=c["model"]) for n in ("promise", other)}
+        runs = {n: {r.job.job_id: r for r in result.runs} for n, result in ran.items()}
+        met = {
+            n: {j for j, r in rs.items() if r.status is Status.SUCCEEDED} for n, rs in runs.items()
+        }
+        lost = Counter(loss_class(runs["promise"][j]) for j in met[other] - met["promise"])
+        total.update(lost)
+        lines.append(
+            f"{name} {c['vcores']} {c['deadlines']} {c['model']}: {other} met "
+            f"{len(met[other] - met['promise'])} that Promise did not, Promise "
+            f"{len(met['promise'] - met[other])} that it did not; "
+            + "; ".join(f"{k} {v}" for k, v in lost.most_common())
+        )
+    lines.append("all failing cells: " + "; ".join(f"{k} {v}" for k, v in total.most_common()))
+    return "\n".join(lines)
 
 
 def goal_holds(margin: float, wtr: float) -> bool:
@@ -204,6 +267,12 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _seeds(names: set[str]) -> list[int]:
+    """The selection seeds named in a saved run's workloads (``synthetic-s2`` -> 2)."""
+    found = (re.fullmatch(r"(?:synthetic|recurring)-s(\d+)", n) for n in names)
+    return sorted({int(m.group(1)) for m in found if m})
+
+
 def _num(v: Any) -> str:
     return "-" if v is None else f"{v:.3f}"
 
@@ -226,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--selection", action="store_true", help="the seeded selection set instead")
     p.add_argument("--seeds", default="1,2,3", help="with --selection: the workload seeds")
     p.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"))
+    p.add_argument("--explain", type=Path, help="where Promise lost jobs in a saved run's failures")
     p.add_argument("--out", type=Path)
     p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
     p.add_argument("--plot", type=Path, help="with --markdown: also draw SDR against WTR (PNG)")
@@ -239,6 +309,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.compare:
         before, after = (json.loads(path.read_text("utf-8")) for path in a.compare)
         print(compare(before, after))
+        return 0
+    if a.explain:
+        saved = json.loads(a.explain.read_text("utf-8"))
+        names = {c["workload"] for c in saved}
+        loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
+        if names - set(loads):
+            loads |= workloads(a.traces, a.limit_jobs, a.seed)
+        print(explain(saved, loads, a.seed))
         return 0
     if a.selection:
         seeds = [int(x) for x in a.seeds.split(",")]

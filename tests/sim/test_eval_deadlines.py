@@ -86,3 +86,88 @@ def test_compare_counts_goals_sdr_moves_and_names_the_cells_that_changed(
     assert capsys.readouterr().out.strip() == text
     with pytest.raises(SystemExit, match="no cell in common"):
         ev.compare(before, [_cell("c", "Fixed1x", {"oracle": 0.5, "promise": 0.5})])
+
+
+def _ended(status: str, reason: str, after_s: float = 0.0) -> Any:
+    from app.sim.jobs import JobRun, SimJob, Status
+
+    run = JobRun(SimJob("j", 100.0, 4, 400.0, deadline_s=200.0), max_cpus=4)
+    run.status, run.reason, run.end_s = Status[status], reason, 100.0 + after_s
+    return run
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "after_s", "expected"),
+    [
+        (
+            "DROPPED",
+            "cannot finish by its deadline now+9s: at best 4 vcores ... (ratio@q:a)",
+            1e-6,
+            "refused at arrival, bound by its queue's deadline ratios",
+        ),
+        (
+            "DROPPED",
+            "cannot finish by its deadline now+9s: ... (task_s@n:etl-<n>|u:4|q:b)",
+            30.0,
+            "refused after waiting, bound by its signature's task times",
+        ),
+        (  # a job without a name: its signature is user, queue and size class
+            "DROPPED",
+            "cannot finish ... (ratio@u:105|q:u105|c:0)",
+            0.0,
+            "refused at arrival, bound by its signature's deadline ratios",
+        ),
+        (
+            "DROPPED",
+            "... (ratio@u:4|q:b)",
+            5.0,
+            "refused after waiting, bound by its user's deadline ratios",
+        ),
+        (
+            "DROPPED",
+            "... (ratio@*)",
+            0.0,
+            "refused at arrival, bound by the cluster's deadline ratios",
+        ),
+        ("DROPPED", "the cluster cannot hold its AM and one task", 0.0, "refused at arrival"),
+        (
+            "KILLED",
+            "its first tasks ran 2s without ending: 2 waves end ...",
+            9.0,
+            "killed at its first wave",
+        ),
+        ("KILLED", "past its deadline by 3s; it can no longer succeed", 9.0, "killed late"),
+        ("MISSED", "", 9.0, "finished late"),
+    ],
+)
+def test_each_lost_job_is_named_by_what_promise_did_with_it(
+    ev: ModuleType, status: str, reason: str, after_s: float, expected: str
+) -> None:
+    assert ev.loss_class(_ended(status, reason, after_s)) == expected
+
+
+def test_explain_reruns_only_failing_cells_and_accounts_for_every_lost_job(ev: ModuleType) -> None:
+    name, jobs, seed = ev.selection(60, [2], "ideal")[0]
+    cells = []
+    for kind in ("Jockey1x2x", "Fixed2x"):
+        res = ev.run_cell(jobs, 20, kind, "fluid", seed)
+        best = max(res[n]["sdr"] for n in ev.POLICIES if n != "promise")
+        cells.append(
+            {
+                "workload": name,
+                "vcores": 20,
+                "deadlines": kind,
+                "model": "fluid",
+                "results": res,
+                "margin": res["promise"]["sdr"] - best,
+                "goal": kind == "Fixed2x",  # only the first is explained
+            }
+        )
+    text = ev.explain(cells, {name: jobs}, 0)
+    first, total = text.splitlines()
+    assert first.startswith(f"{name} 20 Jockey1x2x fluid: ")
+    assert "Fixed2x" not in text
+    met = int(first.split(" met ")[1].split()[0])
+    counted = [int(part.rsplit(" ", 1)[1]) for part in first.split("; ")[1:]]
+    assert met > 0 and sum(counted) == met
+    assert total.startswith("all failing cells: ")
