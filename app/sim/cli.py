@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.policies.prism import core as prism_core
-from app.sim import deadlines, experiment, phases, registry, report, trace
+from app.sim import dask_cells, deadlines, experiment, phases, registry, report, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob
 from app.sim.queue_policies import MAX_STEP_PP, MIN_CHANGE_PP, PlanSettings
@@ -151,6 +151,18 @@ def configure(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=int,
         default=1,
         help="policies simulated in parallel, one process each (default 1; results identical)",
+    )
+    cmp_.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="local: forked processes on this machine; dask: a Dask cluster (the dask extra)",
+    )
+    cmp_.add_argument(
+        "--dask-scheduler",
+        metavar="ADDRESS",
+        help="with --executor dask: the scheduler (tcp://host:8786); default: a local cluster of "
+        "--jobs worker processes started for this run",
     )
     cmp_.set_defaults(func=cmd_compare)
     ph = sim_sub.add_parser(
@@ -376,7 +388,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    cells = _run_cells(prep, names, args.jobs)
+    if args.dask_scheduler and args.executor != "dask":
+        raise ValueError("--dask-scheduler needs --executor dask")
+    if args.executor == "dask":
+        quiet = _Prepared.quietly(prep)
+        cells = dask_cells.run_cells(
+            _cell, quiet, names, args.dask_scheduler, args.jobs, quiet=prep.quiet
+        )
+    else:
+        cells = _run_cells(prep, names, args.jobs)
     summaries = [summary for summary, _ in cells]
     plots = [figures for _, figures in cells]
     report.write_json(out / "compare.json", {"config": prep.config(), "results": summaries})

@@ -150,6 +150,34 @@ def test_compare_in_parallel_processes_gives_the_serial_results(tmp_path: Path) 
     assert _main(["simulate", "compare", *COMMON, "--policies", "ltrf", "--jobs", "0"]) == 2
 
 
+def test_compare_on_a_dask_cluster_gives_the_serial_results(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+
+    def run(*extra: str) -> list[dict[str, object]]:
+        out = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        argv = ["simulate", "compare", *COMMON, "--deadlines", "Jockey1x2x", "--no-plots"]
+        argv += ["--policies", "promise,baseline-fs,ltrf", "--out", str(out), *extra]
+        assert _main(argv) == 0
+        results = json.loads((out / "compare.json").read_text())["results"]
+        for r in results:
+            r.pop("wall_s")
+        return list(results)
+
+    serial = run()
+    # a local cluster of two worker processes, started and closed by the run
+    on_dask = run("--executor", "dask", "--jobs", "2")
+    assert [r["policy"] for r in on_dask] == ["promise", "baseline-fs", "ltrf"]
+    assert on_dask == serial
+    # an existing cluster, reached through its scheduler's address
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as existing:
+        address = existing.scheduler_address
+        assert run("--executor", "dask", "--dask-scheduler", address) == serial
+    base = ["simulate", "compare", *COMMON, "--policies", "ltrf", "--out", str(tmp_path / "x")]
+    assert _main([*base, "--dask-scheduler", "tcp://127.0.0.1:1"]) == 2  # without --executor dask
+
+
 def test_deadline_basis_template_reaches_the_run(tmp_path: Path) -> None:
     def deadlines_by_job(basis: str) -> dict[str, tuple[float, float]]:
         out = tmp_path / basis
