@@ -390,13 +390,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.dask_scheduler and args.executor != "dask":
         raise ValueError("--dask-scheduler needs --executor dask")
-    if args.executor == "dask":
-        quiet = _Prepared.quietly(prep)
-        cells = dask_cells.run_cells(
-            _cell, quiet, names, args.dask_scheduler, args.jobs, quiet=prep.quiet
-        )
-    else:
-        cells = _run_cells(prep, names, args.jobs)
+    cells = _run_cells(prep, names, args.jobs, args.executor == "dask", args.dask_scheduler)
     summaries = [summary for summary, _ in cells]
     plots = [figures for _, figures in cells]
     report.write_json(out / "compare.json", {"config": prep.config(), "results": summaries})
@@ -430,14 +424,27 @@ def _forked_cell(name: str) -> tuple[dict[str, Any], Mapping[str, bytes]]:
 
 
 def _run_cells(
-    prep: _Prepared, names: Sequence[str], jobs: int
+    prep: _Prepared,
+    names: Sequence[str],
+    jobs: int,
+    on_dask: bool = False,
+    dask_scheduler: str | None = None,
 ) -> list[tuple[dict[str, Any], Mapping[str, bytes]]]:
-    """Every policy's cell, serially or in ``jobs`` forked processes (in the order given).
+    """Every policy's cell, serially, in ``jobs`` forked processes or on Dask (``dask_cells``),
+    in the order given.
 
     The simulation is deterministic and each cell owns its state, so the parallel results equal
     the serial ones (only ``wall_s`` differs). Workers are forked, not spawned: they share the
     parent's loaded jobs without pickling them. Progress is one line per finished cell."""
     global _FORKED
+
+    def done(k: int) -> None:
+        if not prep.quiet:
+            print(f"{names[k - 1]} done ({k}/{len(names)})", file=sys.stderr)
+
+    if on_dask:
+        quiet = _Prepared.quietly(prep)
+        return dask_cells.run_cells(_cell, quiet, names, dask_scheduler, jobs, done)
     if jobs == 1 or len(names) == 1:
         return [_cell(prep, name) for name in names]
     _FORKED = _Prepared.quietly(prep)
@@ -446,8 +453,7 @@ def _run_cells(
         with ctx.Pool(min(jobs, len(names))) as pool:
             out = []
             for k, cell in enumerate(pool.imap(_forked_cell, names), start=1):
-                if not prep.quiet:
-                    print(f"{names[k - 1]} done ({k}/{len(names)})", file=sys.stderr)
+                done(k)
                 out.append(cell)
             return out
     finally:

@@ -10,7 +10,6 @@ after it; with one, its workers must have this package installed (they import th
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -26,9 +25,10 @@ def run_cells(
     names: Sequence[str],
     address: str | None,
     workers: int,
-    quiet: bool = False,
+    done: Callable[[int], None] | None = None,
 ) -> list[R]:
-    """``cell(prepared, name)`` for every name on Dask, in the order given."""
+    """``cell(prepared, name)`` for every name on Dask, in the order given; ``done(k)`` after
+    the ``k``-th result arrives (progress)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -51,8 +51,8 @@ def run_cells(
             out: list[R] = []
             for k, future in enumerate(futures, start=1):
                 out.append(future.result())
-                if not quiet:
-                    print(f"{names[k - 1]} done ({k}/{len(names)})", file=sys.stderr)
+                if done is not None:
+                    done(k)
             return out
     finally:
         if local is not None:
