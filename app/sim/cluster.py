@@ -234,6 +234,10 @@ class Cluster:
     ``on_end`` is called after the job's status and ``end_s`` are set.
     """
 
+    divisible = True
+    """A fixed grant of ``g`` vcores runs its job's work in ``work / g`` (perfect parallelism,
+    no waves of whole tasks): what an admission planner that knows the model plans with."""
+
     def __init__(self, engine: Engine, spec: ClusterSpec, on_end: Callable[[JobRun], None]):
         self.engine = engine
         self.spec = spec
@@ -303,13 +307,6 @@ class Cluster:
         """``used_by_queue()[q]`` without building the list (the same arithmetic, so the same
         value)."""
         return self._granted_by_q[q] + self._fs_rates[q]
-
-    def fixed_task_s(self, run: JobRun) -> float:
-        """How long one of ``run``'s tasks takes on its fixed grant, as an observer counting
-        whole waves would see it: this model runs the job's work at the grant's rate, which is
-        its waves of tasks back to back, each the run divided by the waves."""
-        tasks, grant = run.job.tasks, run.grant
-        return run.job.work / grant / -(-tasks // min(grant, tasks))
 
     def running_fair(self) -> list[JobRun]:
         """Fair-share jobs currently running."""

@@ -13,6 +13,7 @@ Arrivals feed ``core.LoadMeter`` with their estimated work and slack.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from app.policies.promise.estimator import Estimator, Outcome, params_from
 from app.policies.promise.signature import Keys, normalise_name, size_class
 from app.sim.jobs import JobRun, SimJob
 from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
+from app.sim.runner import SimContext
 
 
 def sim_keys(job: SimJob) -> Keys:
@@ -54,6 +56,13 @@ class PromiseAllocator(_Admission):
         self.meter = core.LoadMeter()
         self._wake = math.inf
 
+    def bind(self, ctx: SimContext) -> None:
+        """Keep the context, and plan as the cluster runs a grant: in waves of whole tasks
+        (task model) or as divisible work (fluid model; ``PromiseParams.divisible``)."""
+        super().bind(ctx)
+        self.params = dataclasses.replace(self.params, divisible=ctx.cluster.divisible)
+        self.policy.planner = self.params
+
     def submit(self, run: JobRun) -> None:
         """Remember the job's keys, then queue it as the Justice adapter does."""
         job = run.job
@@ -66,7 +75,7 @@ class PromiseAllocator(_Admission):
         if job.deadline_s is not None:
             est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
             cap = self.ctx.cluster.capacity
-            slack = core.slack_of(est, job.tasks, job.deadline_s, cap)
+            slack = core.slack_of(est, job.tasks, job.deadline_s, cap, self.params.divisible)
             self.meter.arrive(self.ctx.now, est.point, slack)
         super().submit(run)
 
@@ -105,14 +114,15 @@ class PromiseAllocator(_Admission):
 
     def _running_job(self, r: JobRun, now: float) -> core.RunningJob:
         """What the sidecar knows of a running job, its first wave's tasks included: how long
-        they have run, up to the task duration of the cluster's model."""
+        they have run, up to a task's duration (its work per task: in the fluid model a grant
+        runs its tasks' work back to back, ``tasks / grant`` of them per vcore)."""
         assert self.ctx is not None
         job_id = r.job.job_id
         known = self._as_running.get(job_id)
         if known is not None:
             return known
         start = r.start_s if r.start_s is not None else now
-        task_s = self.ctx.cluster.fixed_task_s(r)
+        task_s = r.job.work / r.job.tasks
         spec = core.RunningJob(
             job_id,
             r.job.tasks,
@@ -142,9 +152,10 @@ class PromiseAllocator(_Admission):
         assert self.ctx is not None
         ctx = self.ctx
         run = self._running[d.job_id]
-        n_waves = core.waves(run.job.tasks, run.grant)
-        if n_waves > 1 and ctx.now + n_waves * ctx.cluster.fixed_task_s(run) > run.deadline_at:
-            at = core.first_wave_verdict_s(self._running_job(run, ctx.now))
+        div = self.params.divisible
+        n_waves = core.waves(run.job.tasks, run.grant, div)
+        if n_waves > 1 and ctx.now + n_waves * run.job.work / run.job.tasks > run.deadline_at:
+            at = core.first_wave_verdict_s(self._running_job(run, ctx.now), div)
             ctx.engine.schedule(max(at, ctx.now) + 1e-6, self._request, PRIORITY_ADMISSION)
 
     def _wake_at(self, at: float) -> None:

@@ -92,6 +92,8 @@ class TaskCluster(Cluster):
     end updates them, and whole numbers add up exactly in any order.
     """
 
+    divisible = False  # a grant runs its tasks in waves
+
     def __init__(self, engine: Engine, spec: ClusterSpec, on_end: Callable[[JobRun], None]):
         super().__init__(engine, spec, on_end)
         self._state: dict[int, _TaskState] = {}
@@ -149,10 +151,6 @@ class TaskCluster(Cluster):
         self._fixed_events[id(run)] = self.engine.schedule(
             done_at, lambda: self._finish_fixed(run), PRIORITY_COMPLETION
         )
-
-    def fixed_task_s(self, run: JobRun) -> float:
-        """One of ``run``'s tasks: its work spread evenly over its tasks."""
-        return task_seconds(run)
 
     # ----- fair share ---------------------------------------------------------------------------
     def start_fair(self, run: JobRun) -> None:

@@ -9,6 +9,16 @@ or waste work on real traces:
 * Grants respect waves: ``n`` tasks on ``g`` containers take ``ceil(n / g)`` task durations
   (``waves``), so a grant is always the smallest ``g`` with a given wave count (``aligned``);
   the Oracle's grants that do not divide the task count lose a whole partial wave.
+* Divisible work (``PromiseParams.divisible``, the simulator's fluid model, which runs a grant
+  of ``g`` vcores at ``work / g`` with no waves): ``n`` tasks take ``n / g`` task durations, so
+  feasibility, latest starts, ETAs and first-wave verdicts follow the work as that cluster runs
+  it, and a job is not refused for a wave it would never run. Whole waves were also a margin (a
+  grant of them usually finishes early, absorbing a bound a little low), so the grant is still
+  the one whole waves need whenever that fits; otherwise the exact grant, whose only margin is
+  the bound's quantile, is promised only when a miss, ``1 - quantile`` of the time, is worth
+  risking, priced as a try is (``_exact_worth``); else the job waits. Exact grants everywhere
+  wasted more than 0.02 in 21 of the 168 selection cells instead of 6 (``docs/evaluation.md``,
+  "Planning divisible work in the fluid model").
 * Order and feasibility over the whole waiting set: every waiting job is checked every round;
   jobs are offered capacity least laxity first (earliest latest start; ties: smallest work
   bound), so a job with slack does not take capacity a tighter job needs now and waits for the
@@ -105,24 +115,40 @@ def _at(t: float, now_s: float) -> str:
     return f"now+{d:.1f}s" if d >= 0 else f"now-{-d:.1f}s"
 
 
-def waves(tasks: int, cpus: int) -> int:
-    """Task waves of ``tasks`` equal tasks on ``cpus`` containers."""
-    return -(-tasks // min(cpus, tasks))
+def waves(tasks: int, cpus: int, divisible: bool = False) -> float:
+    """Task waves of ``tasks`` equal tasks on ``cpus`` containers: ``ceil(n / g)``, or ``n / g``
+    when the work is ``divisible`` (``PromiseParams.divisible``)."""
+    width = min(cpus, tasks)
+    return tasks / width if divisible else -(-tasks // width)
 
 
-def aligned(tasks: int, cpus: int) -> int:
-    """The fewest containers that give the same number of waves as ``cpus``."""
-    return -(-tasks // waves(tasks, cpus))
+def _count(w: float) -> str:
+    """Waves in a reason: whole ones as they are, divisible ones to two decimals."""
+    return str(w) if isinstance(w, int) else f"{w:.2f}"
 
 
-def min_grant(tasks: int, limit: int, task_s: float, time_left: float) -> int | None:
+def aligned(tasks: int, cpus: int, divisible: bool = False) -> int:
+    """The fewest containers that give the same number of waves as ``cpus`` (with divisible
+    work, every container shortens the run: all of them, up to the task count)."""
+    if divisible:
+        return min(cpus, tasks)
+    return -(-tasks // -(-tasks // min(cpus, tasks)))
+
+
+def min_grant(
+    tasks: int, limit: int, task_s: float, time_left: float, divisible: bool = False
+) -> int | None:
     """Smallest grant (``<= limit``) whose waves finish within ``time_left``; None if none."""
     if task_s <= 0:
         return 1
-    fit = math.floor(time_left / task_s + _EPS)
+    fit = time_left / task_s + _EPS
     if fit < 1:
-        return None
-    g = -(-tasks // fit) if fit < tasks else 1
+        return None  # not one task's duration left: no grant runs a task faster
+    if divisible:
+        g = max(1, math.ceil(tasks / fit))
+    else:
+        whole = math.floor(fit)
+        g = -(-tasks // whole) if whole < tasks else 1
     return g if g <= limit else None
 
 
@@ -172,6 +198,12 @@ class PromiseParams:
     learn_cpus: int = 1
     crowd_out: bool = True
     waste_price: float = 1.0
+    # How a job's work spreads over its grant: in waves of whole tasks (YARN's containers, the
+    # default), or divided evenly over any grant up to its task count (the simulator's fluid
+    # model, where the thesis' perfect parallelism runs a job on ``g`` vcores in ``work / g``).
+    # The simulator sets it from its cluster model; planning in waves on a cluster that does
+    # not run in them asks for grants it does not need.
+    divisible: bool = False
 
 
 class Decision(NamedTuple):
@@ -226,7 +258,7 @@ def _timeline(free: int, releases: list[tuple[float, int]], now: float) -> list[
 
 
 def _earliest_finish(
-    steps: list[tuple[float, int]], tasks: int, limit: int, task_s: float, am: int
+    steps: list[tuple[float, int]], tasks: int, limit: int, task_s: float, am: int, div: bool
 ) -> tuple[float, float, int]:
     """Earliest (finish, start, grant) over the release steps with the largest grant available."""
     best = (math.inf, math.inf, 0)
@@ -234,32 +266,39 @@ def _earliest_finish(
         g = min(limit, level - am)
         if g < 1:
             continue
-        g = aligned(tasks, g)
-        fin = t + waves(tasks, g) * task_s
+        g = aligned(tasks, g, div)
+        fin = t + waves(tasks, g, div) * task_s
         if fin < best[0] - _EPS:
             best = (fin, t, g)
     return best
 
 
 def _first_start(
-    steps: list[tuple[float, int]], tasks: int, limit: int, task_s: float, due: float, am: int
+    steps: list[tuple[float, int]],
+    tasks: int,
+    limit: int,
+    task_s: float,
+    due: float,
+    am: int,
+    div: bool,
 ) -> tuple[float, int, int] | None:
     """The first release step from which a grant finishes ``tasks`` of ``task_s`` by ``due``:
     ``(time, vcores spare beside it, grant)``; None if none does."""
     for t, level in steps:
         if task_s > 0 and (due - t) / task_s + _EPS < 1:
             return None  # not one wave fits, nor from any later step
-        need = min_grant(tasks, limit, task_s, due - t)
+        need = min_grant(tasks, limit, task_s, due - t, div)
         if need is not None and need + am <= level:
             return (t, level - need - am, need)
     return None
 
 
 def _central_ends(
-    alive: list[tuple[RunningJob, Estimate, int]],
+    alive: list[tuple[RunningJob, Estimate, float]],
     admitted: list[tuple[WaitingJob, Estimate, int, int]],
     now_s: float,
     am: int,
+    div: bool,
 ) -> list[tuple[float, int]]:
     """``(end, vcores)`` of every running job and each one admitted this round at its central
     estimate, when it is as likely to have ended as not (the bounded ends' counterpart; built
@@ -272,7 +311,7 @@ def _central_ends(
         for r, e, w in alive
     ]
     ends += [
-        (now_s + e.overhead_s + waves(j.tasks, g) * e.point / j.tasks, g + am)
+        (now_s + e.overhead_s + waves(j.tasks, g, div) * e.point / j.tasks, g + am)
         for j, e, _, g in admitted
     ]
     return ends
@@ -308,14 +347,15 @@ def admit(
     if free < 0:
         raise PolicyError("free", f"must be >= 0, got {free}")
     am = params.am_containers
+    div = params.divisible
     out: list[Decision] = []
     # (bounded end, vcores) of every running job, then also of each one admitted this round, in
     # time order once the running jobs are in
     held: list[tuple[float, int]] = []
-    alive: list[tuple[RunningJob, Estimate, int]] = []  # running jobs not killed, their waves
+    alive: list[tuple[RunningJob, Estimate, float]] = []  # running jobs not killed, their waves
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
-        w = waves(r.tasks, r.cpus)
+        w = waves(r.tasks, r.cpus, div)
         task_u = max(est.upper / r.tasks, r.task_floor_s)
         end_u = max(now_s, r.started_s + est.overhead_s + w * task_u)
         late = now_s - r.deadline_at
@@ -327,7 +367,7 @@ def admit(
                 f"past its deadline by {late:g}s"
                 if late > _EPS
                 else f"its first tasks ran {r.task_floor_s:g}s without ending: "
-                f"{w} waves end at {_at(end_lb, now_s)} at the earliest, "
+                f"{_count(w)} waves end at {_at(end_lb, now_s)} at the earliest, "
                 f"after its deadline {_at(r.deadline_at, now_s)}"
             )
             if r.cpus <= params.learn_cpus and _still_learning(estimator, r.keys):
@@ -362,15 +402,15 @@ def admit(
         # so a job that would fit once they end is queued (its ETA says when), not dropped.
         # ``due``: the last moment its tasks may end, its start-up bound before the deadline
         due = j.deadline_at - est.overhead_s
-        fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am)
+        fin, start, best = _earliest_finish([(now_s, capacity)], j.tasks, limit, task_u, am, div)
         if fin > due + _EPS:
-            cand = _try_of(j, est, limit, capacity, estimator, mean_work)
+            cand = _try_of(j, est, limit, capacity, estimator, mean_work, div)
             lst_try = cand.lst
             # worth trying on the most it could ever get (all it can use, now); else refused now
             if (
                 lst_try >= now_s - _EPS
                 and triable(j.tasks)
-                and _try_at(cand, limit, now_s, am, mean_work, params.waste_price) is not None
+                and _try_at(cand, limit, now_s, am, mean_work, params.waste_price, div) is not None
             ):
                 tries.append(cand)
                 continue
@@ -399,7 +439,7 @@ def admit(
                 )
             )
             continue
-        lst = due - waves(j.tasks, limit) * task_u
+        lst = due - waves(j.tasks, limit, div) * task_u
         cands.append((est.upper, lst, j.id, j, est, limit))
     # Least laxity first: a job that must start soon is offered capacity before one that can
     # wait; among equally urgent jobs, the smallest work bound first.
@@ -413,12 +453,30 @@ def admit(
     for _, lst, _, j, est, limit in cands:
         task_u = est.upper / j.tasks
         due = j.deadline_at - est.overhead_s
-        g = min_grant(j.tasks, limit, task_u, due - now_s)
+        g = min_grant(j.tasks, limit, task_u, due - now_s, div)
+        if div and g is not None:
+            # Divisible work (module docstring): the grant whole waves would need keeps their
+            # margin; the exact grant, with the bound's quantile as its only margin, is
+            # promised only when its miss is worth the risk.
+            whole = min_grant(j.tasks, limit, task_u, due - now_s)
+            if whole is not None and whole + am <= avail:
+                g = whole
+            elif g + am <= avail and not _exact_worth(
+                j, g, am, now_s, mean_work, params.waste_price, estimator.params.quantile
+            ):
+                margin = f"{whole + am} vcores for its waves' margin" if whole else "capacity"
+                why = (
+                    f"{margin}: on exactly the {g} its bound needs, a miss (1 in "
+                    f"{1 / (1 - estimator.params.quantile):.0f} at its bound) would waste more "
+                    "than its deadline is worth"
+                )
+                queued.append(_queued(j, est, lst, why))
+                continue
         fits = g is not None and g + am <= avail
         if fits and g is not None:
             # expected hold (central estimate): the bound is for the job's own deadline, while
             # the arrivals it displaces are an expectation too
-            hold_s = waves(j.tasks, g) * est.point / j.tasks
+            hold_s = waves(j.tasks, g, div) * est.point / j.tasks
             lost = _crowded_out(load, avail, held, now_s, g + am, hold_s)
             if lost >= 1.0:
                 queued.append(
@@ -433,21 +491,23 @@ def admit(
                 continue
             admitted.append((j, est, limit, g))
             avail -= g + am
-            bisect.insort(held, (now_s + est.overhead_s + waves(j.tasks, g) * task_u, g + am))
+            end = now_s + est.overhead_s + waves(j.tasks, g, div) * task_u
+            bisect.insort(held, (end, g + am))
             continue
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
-            res = _first_start(_timeline(avail, held, now_s), j.tasks, limit, task_u, due, am)
+            steps = _timeline(avail, held, now_s)
+            res = _first_start(steps, j.tasks, limit, task_u, due, am, div)
             if res is None:
                 # Waiting for its promise is a bet that running jobs end early, and a poor one
                 # when even at their central estimates they leave it no start in time: trying
                 # it now on what is free is the better bet when its history gives that even
                 # odds or more ("Tries").
                 if triable(j.tasks):
-                    ends = _central_ends(alive, admitted, now_s, am)
+                    ends = _central_ends(alive, admitted, now_s, am, div)
                     central = _timeline(avail, ends, now_s)
-                    if _first_start(central, j.tasks, limit, task_u, due, am) is None:
-                        cand = _try_of(j, est, limit, capacity, estimator, mean_work)
+                    if _first_start(central, j.tasks, limit, task_u, due, am, div) is None:
+                        cand = _try_of(j, est, limit, capacity, estimator, mean_work, div)
                         tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
                         continue
                 queued.append(
@@ -462,7 +522,7 @@ def admit(
                 continue
             t_res, spare, need = res
             reservation = (t_res, spare, j.id)
-            fin = t_res + est.overhead_s + waves(j.tasks, need) * task_u
+            fin = t_res + est.overhead_s + waves(j.tasks, need, div) * task_u
             queued.append(
                 Decision(
                     "queue",
@@ -473,7 +533,7 @@ def admit(
                     finish_s=fin,
                     finish_point_s=t_res
                     + est.overhead_s
-                    + waves(j.tasks, need) * est.point / j.tasks,
+                    + waves(j.tasks, need, div) * est.point / j.tasks,
                     waits_for=f"{need + am} vcores to free up (running jobs ending)",
                     work_bound=est.upper,
                     source=est.source,
@@ -491,23 +551,24 @@ def admit(
     grants = {j.id: g for j, _, _, g in admitted}
     for j, est, _, _ in admitted:
         g = grants[j.id]
-        w = waves(j.tasks, g)
+        w = waves(j.tasks, g, div)
         begin = now_s + est.overhead_s  # its first task, after the start-up bound
+        finish = begin + w * est.upper / j.tasks
         out.append(
             Decision(
                 "admit",
                 j.id,
                 g,
-                f"{g} vcores: {w} waves finish by {_at(begin + w * est.upper / j.tasks, now_s)} "
+                f"{g} vcores: {_count(w)} waves finish by {_at(finish, now_s)} "
                 f"<= deadline {_at(j.deadline_at, now_s)} ({est.source})",
                 start_s=now_s,
-                finish_s=begin + w * est.upper / j.tasks,
+                finish_s=finish,
                 finish_point_s=begin + w * est.point / j.tasks,
                 work_bound=est.upper,
                 source=est.source,
             )
         )
-    _tries(tries, avail, held, am, now_s, out, queued, load, mean_work, params.waste_price)
+    _tries(tries, avail, held, am, now_s, out, queued, load, mean_work, params.waste_price, div)
     out.extend(queued)
     return out
 
@@ -530,6 +591,7 @@ def _try_of(
     capacity: int,
     estimator: Estimator,
     mean_work: float | None,
+    div: bool,
 ) -> _Try:
     """``j`` as a try: its history's predicted works and the latest start from which it may
     still meet its deadline (by its smallest predicted work, or its median where only small
@@ -537,11 +599,30 @@ def _try_of(
     works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
     lowest = works[0] if mean_work is not None else est.point
     due = j.deadline_at - est.overhead_s
-    return _Try(due - waves(j.tasks, limit) * lowest / j.tasks, j, est, works, limit)
+    return _Try(due - waves(j.tasks, limit, div) * lowest / j.tasks, j, est, works, limit)
+
+
+def _exact_worth(
+    j: WaitingJob,
+    g: int,
+    am: int,
+    now_s: float,
+    mean_work: float | None,
+    price: float,
+    quantile: float,
+) -> bool:
+    """Whether promising ``j`` on exactly the ``g`` vcores its bound needs is worth what a miss
+    would waste, priced as a try is (``_tries``) with the bound's own chance of holding,
+    ``quantile``: ``q * mean_work > price * (1 - q) * waste``. Without an arrival rate there is
+    no price, and it is promised."""
+    if mean_work is None:
+        return True
+    waste = (g + am) * max(0.0, j.deadline_at - now_s)
+    return quantile * mean_work > price * (1 - quantile) * waste
 
 
 def _try_at(
-    t: _Try, g_max: int, now_s: float, am: int, mean_work: float | None, price: float
+    t: _Try, g_max: int, now_s: float, am: int, mean_work: float | None, price: float, div: bool
 ) -> tuple[int, float] | None:
     """``(grant, p)`` if trying ``t.job`` on at most ``g_max`` vcores from ``now_s`` is worth
     what a miss would waste (``_tries``), else None."""
@@ -549,8 +630,8 @@ def _try_at(
     if g_max < 1:
         return None
     due = j.deadline_at - est.overhead_s
-    g_max = aligned(j.tasks, g_max)
-    fit = (due - now_s) * j.tasks / waves(j.tasks, g_max)
+    g_max = aligned(j.tasks, g_max, div)
+    fit = (due - now_s) * j.tasks / waves(j.tasks, g_max, div)
     n_fit = bisect.bisect_right(t.works, fit * (1 + 1e-12))
     if n_fit == 0:
         return None
@@ -558,7 +639,7 @@ def _try_at(
     if p < t.min_p:
         return None
     # the smallest grant on which the same runs of its history still fit
-    g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s) or g_max
+    g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s, div) or g_max
     if mean_work is None:
         return (g, p) if p >= 0.5 else None  # small jobs only (caller): their median fits
     waste = (g + am) * max(0.0, j.deadline_at - now_s)
@@ -576,6 +657,7 @@ def _tries(
     load: Load | None,
     mean_work: float | None,
     price: float,
+    div: bool,
 ) -> None:
     """Start, with what the promised jobs left (``avail``; ``held``: when each running or
     admitted job releases its vcores), the jobs that cannot be promised (their bound misses
@@ -606,10 +688,10 @@ def _tries(
         if t.explore:
             avail = _explore(t, avail, am, now_s, out, queued)
             continue
-        chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price)
+        chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price, div)
         if chosen is not None:
             g, p = chosen
-            hold_s = waves(j.tasks, g) * est.point / j.tasks
+            hold_s = waves(j.tasks, g, div) * est.point / j.tasks
             if _crowded_out(load, avail, held, now_s, g + am, hold_s) >= p:
                 chosen = None
         if chosen is None:
@@ -618,9 +700,9 @@ def _tries(
         g, p = chosen
         avail -= g + am
         bisect.insort(
-            held, (now_s + est.overhead_s + waves(j.tasks, g) * est.upper / j.tasks, g + am)
+            held, (now_s + est.overhead_s + waves(j.tasks, g, div) * est.upper / j.tasks, g + am)
         )
-        finish = now_s + est.overhead_s + waves(j.tasks, g) * est.point / j.tasks
+        finish = now_s + est.overhead_s + waves(j.tasks, g, div) * est.point / j.tasks
         out.append(
             _unpromised(
                 j,
@@ -730,10 +812,12 @@ class Slack:
         return (below_lo * (hi - lo) + (below_hi - below_lo) * hi - between) / n
 
 
-def slack_of(est: Estimate, tasks: int, deadline_s: float, capacity: int) -> float:
+def slack_of(
+    est: Estimate, tasks: int, deadline_s: float, capacity: int, divisible: bool = False
+) -> float:
     """How long a job could wait at its submission and still finish by its deadline on its full
     parallelism, by its central estimate and start-up bound (0 if it could not wait at all)."""
-    run_s = waves(tasks, min(tasks, capacity)) * est.point / tasks
+    run_s = waves(tasks, min(tasks, capacity), divisible) * est.point / tasks
     return max(0.0, deadline_s - est.overhead_s - run_s)
 
 
@@ -844,11 +928,11 @@ def _queued(j: WaitingJob, est: Estimate, lst: float, waits_for: str) -> Decisio
     )
 
 
-def first_wave_verdict_s(r: RunningJob) -> float:
+def first_wave_verdict_s(r: RunningJob, divisible: bool = False) -> float:
     """When ``admit`` kills ``r`` if its first wave's tasks are still running then: from that
     moment its waves, each as long as the first has run, end after its deadline (the caller's
     next round after it is when the rule can act)."""
-    return r.started_s + (r.deadline_at - r.started_s) / waves(r.tasks, r.cpus)
+    return r.started_s + (r.deadline_at - r.started_s) / waves(r.tasks, r.cpus, divisible)
 
 
 def booked_floor(running: Sequence[RunningJob], params: PromiseParams) -> int:

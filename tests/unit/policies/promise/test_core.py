@@ -42,6 +42,42 @@ def test_waves_aligned_and_min_grant_by_hand() -> None:
     assert core.min_grant(1, 1, 10.0, 10.0) == 1
 
 
+def test_divisible_work_by_hand() -> None:
+    # The fluid model: n tasks' work on g vcores takes n / g task durations, fractions included.
+    assert core.waves(10, 4, True) == 2.5 and core.waves(3, 8, True) == 1.0
+    assert core.aligned(10, 6, True) == 6 and core.aligned(3, 8, True) == 3
+    # 10 tasks of 10 s in 35 s: 100 vcore-s / 35 s = 2.86, so 3 vcores (whole waves need 4)
+    assert core.min_grant(10, 10, 10.0, 35.0, True) == 3
+    assert core.min_grant(10, 10, 10.0, 50.0, True) == 2  # exactly 50 s on 2
+    assert core.min_grant(10, 2, 10.0, 35.0, True) is None  # needs 3 > limit 2
+    assert core.min_grant(10, 10, 10.0, 9.0, True) is None  # no grant runs a task in 9 s
+
+
+DIVISIBLE = core.PromiseParams(divisible=True)
+
+
+def test_divisible_work_keeps_the_waves_margin_and_prices_an_exact_grant() -> None:
+    est = _taught(0.5)  # bound: 200 vcore-s for 4 tasks, 50 s per task
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # 70 s left: whole waves need one wave of 4; the work alone needs 200 / 70 = 2.86, so 3.
+    (d,) = core.admit([job], [], 10, 10, 30.0, est, DIVISIBLE)
+    assert (d.action, d.cpus, d.finish_s) == ("admit", 4, 80.0)  # the waves' grant fits: kept
+    (d,) = core.admit([job], [], 3, 10, 30.0, est, P)
+    assert d.action == "queue"  # planned in waves, 3 vcores are not enough
+    (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE)
+    assert (d.action, d.cpus) == ("admit", 3)  # no arrival rate: nothing to price it against
+    assert d.finish_s == pytest.approx(30.0 + 200.0 / 3)
+    # Priced as a try with the bound's chance 0.95: a miss would waste 3 x 70 = 210 vcore-s,
+    # worth it when the arrivals' mean work exceeds 0.05 x 210 / 0.95 = 11.05 vcore-s.
+    cheap = core.Load(jobs_per_s=0.01, vcores=1.0)  # mean work 100
+    (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE, cheap)
+    assert (d.action, d.cpus) == ("admit", 3)
+    dear = core.Load(jobs_per_s=0.2, vcores=2.0)  # mean work 10
+    (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE, dear)
+    assert d.action == "queue" and "4 vcores for its waves' margin" in d.reason
+    assert "1 in 20" in d.reason
+
+
 def test_admits_the_smallest_wave_aligned_grant() -> None:
     est = _taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
