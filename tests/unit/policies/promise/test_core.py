@@ -67,15 +67,28 @@ def test_divisible_work_keeps_the_waves_margin_and_prices_an_exact_grant() -> No
     (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE)
     assert (d.action, d.cpus) == ("admit", 3)  # no arrival rate: nothing to price it against
     assert d.finish_s == pytest.approx(30.0 + 200.0 / 3)
-    # Priced as a try with the bound's chance 0.95: a miss would waste 3 x 70 = 210 vcore-s,
-    # worth it when the arrivals' mean work exceeds 0.05 x 210 / 0.95 = 11.05 vcore-s.
+    # Priced as a try: its bound is the largest of 3 runs, which a fourth exceeds 1 time in 4;
+    # a miss would waste 3 x 70 = 210 vcore-s, worth it when the arrivals' mean work exceeds
+    # 0.25 x 210 / 0.75 = 70 vcore-s.
     cheap = core.Load(jobs_per_s=0.01, vcores=1.0)  # mean work 100
     (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE, cheap)
     assert (d.action, d.cpus) == ("admit", 3)
-    dear = core.Load(jobs_per_s=0.2, vcores=2.0)  # mean work 10
+    dear = core.Load(jobs_per_s=0.01, vcores=0.5)  # mean work 50
     (d,) = core.admit([job], [], 3, 10, 30.0, est, DIVISIBLE, dear)
     assert d.action == "queue" and "4 vcores for its waves' margin" in d.reason
-    assert "1 in 20" in d.reason
+    assert "about 1 in 4 for a bound from 3 runs" in d.reason
+    # With 19 runs the bound holds 19 times in 20: the same price is worth it at mean work 50.
+    (d,) = core.admit([job], [], 3, 10, 30.0, _taught(0.5, runs=19), DIVISIBLE, dear)
+    assert (d.action, d.cpus) == ("admit", 3)
+
+
+def test_a_bounds_chance_follows_from_the_runs_it_was_taken_from() -> None:
+    # the k = ceil(q n)-th smallest of n exchangeable runs is at least a new one k / (n + 1)
+    assert core.bound_chance(3, 0.95) == pytest.approx(3 / 4)
+    assert core.bound_chance(19, 0.95) == pytest.approx(19 / 20)
+    assert core.bound_chance(64, 0.95) == pytest.approx(61 / 65)
+    assert core.bound_chance(4, 0.5) == pytest.approx(2 / 5)
+    assert core.bound_chance(0, 0.95) == pytest.approx(1 / 2)  # the bootstrap bound
 
 
 def test_admits_the_smallest_wave_aligned_grant() -> None:
