@@ -26,6 +26,7 @@ from app.policies.promise.signature import Keys, normalise_name, size_class
 from app.sim.jobs import JobRun, SimJob
 from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
 from app.sim.runner import SimContext
+from app.sim.tasks import task_seconds
 
 
 def sim_keys(job: SimJob) -> Keys:
@@ -122,7 +123,7 @@ class PromiseAllocator(_Admission):
         if known is not None:
             return known
         start = r.start_s if r.start_s is not None else now
-        task_s = r.job.work / r.job.tasks
+        task_s = task_seconds(r)
         spec = core.RunningJob(
             job_id,
             r.job.tasks,
@@ -154,7 +155,7 @@ class PromiseAllocator(_Admission):
         run = self._running[d.job_id]
         div = self.params.divisible
         n_waves = core.waves(run.job.tasks, run.grant, div)
-        if n_waves > 1 and ctx.now + n_waves * run.job.work / run.job.tasks > run.deadline_at:
+        if n_waves > 1 and ctx.now + n_waves * task_seconds(run) > run.deadline_at:
             at = core.first_wave_verdict_s(self._running_job(run, ctx.now), div)
             ctx.engine.schedule(max(at, ctx.now) + 1e-6, self._request, PRIORITY_ADMISSION)
 

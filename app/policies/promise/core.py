@@ -461,20 +461,19 @@ def admit(
             # margin; the exact grant, with the bound's quantile as its only margin, is
             # promised only when its miss is worth the risk.
             whole = min_grant(j.tasks, limit, task_u, due - now_s)
-            chance = bound_chance(est.samples, estimator.params.quantile)
             if whole is not None and whole + am <= avail:
                 g = whole
-            elif g + am <= avail and not _exact_worth(
-                j, g, am, now_s, mean_work, params.waste_price, chance
-            ):
-                margin = f"{whole + am} vcores for its waves' margin" if whole else "capacity"
-                why = (
-                    f"{margin}: on exactly the {g} its bound needs, a miss (about 1 in "
-                    f"{1 / (1 - chance):.0f} for a bound from {est.samples} runs) would waste "
-                    "more than its deadline is worth"
-                )
-                queued.append(_queued(j, est, lst, why))
-                continue
+            elif g + am <= avail:
+                chance = bound_chance(est.samples, estimator.params.quantile)
+                if not _exact_worth(j, g, am, now_s, mean_work, params.waste_price, chance):
+                    margin = f"{whole + am} vcores for its waves' margin" if whole else "capacity"
+                    why = (
+                        f"{margin}: on exactly the {g} its bound needs, a miss (about 1 in "
+                        f"{1 / (1 - chance):.0f} for a bound from {est.samples} runs) would "
+                        "waste more than its deadline is worth"
+                    )
+                    queued.append(_queued(j, est, lst, why))
+                    continue
         fits = g is not None and g + am <= avail
         if fits and g is not None:
             # expected hold (central estimate): the bound is for the job's own deadline, while
