@@ -14,13 +14,16 @@ its WTR, one panel per deadline basis). Workloads: ``google`` (first 19 h, one q
 user), ``swim-queues`` (both SWIM 2009 files, one queue each), ``swim-concat`` (both files as one
 queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities ``1x-mean`` and
 ``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
-``--deadline-basis template`` draws each deadline from its template's median run instead of the
-job's own (``app.sim.deadlines``; only named jobs, i.e. ``recurring``, change).
+``--skip-jobs N`` takes each workload's jobs after its first ``N`` instead, a slice no rule was
+chosen on (its clock starts at the slice's first job). ``--deadline-basis template`` draws each
+deadline from its template's median run instead of the job's own (``app.sim.deadlines``; only
+named jobs, i.e. ``recurring``, change).
 
 ``--explain FILE.json`` runs again each cell of a saved run where the goal fails (same
-``--traces``, ``--limit-jobs`` and ``--seed``) and counts, job by job, the deadlines the best other
-policy met and Promise did not, by what Promise did with the job: refused at arrival or after
-waiting (and whose history bounded it), killed at its first wave or past its deadline, or late.
+``--traces``, ``--limit-jobs``, ``--skip-jobs`` and ``--seed``) and counts, job by job, the
+deadlines the best other policy met and Promise did not, by what Promise did with the job:
+refused at arrival or after waiting (and whose history bounded it), killed at its first wave or
+past its deadline, or late.
 
 ``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
 it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
@@ -50,8 +53,9 @@ POLICIES = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "promis
 KEYS = ("sdr", "ptr", "wtr", "fairness", "utilization")
 
 
-def workloads(root: Path, limit: int, seed: int) -> dict[str, list[SimJob]]:
-    """The four workloads, each cut to its first ``limit`` jobs by submission."""
+def workloads(root: Path, limit: int, seed: int, skip: int = 0) -> dict[str, list[SimJob]]:
+    """The four workloads, each cut to ``limit`` jobs by submission after its first ``skip``
+    (a later slice, which no rule was chosen on; its clock then starts at its first job)."""
     g = trace.load_google(root / "google2011" / "jobs_with_tasks_first19h.csv.gz", "user")
     s0 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_0.tsv")
     s1 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_1.tsv")
@@ -60,9 +64,17 @@ def workloads(root: Path, limit: int, seed: int) -> dict[str, list[SimJob]]:
         "google": sorted(g, key=lambda j: (j.submit_s, j.job_id)),
         "swim-queues": swim,
         "swim-concat": [dataclasses.replace(j, queue="default") for j in swim],
-        "recurring": recurring.recurring(recurring.RecurringSpec(jobs=limit), seed),
+        "recurring": recurring.recurring(recurring.RecurringSpec(jobs=skip + limit), seed),
     }
-    return {k: v[:limit] for k, v in out.items()}
+    if not skip:
+        return {k: v[:limit] for k, v in out.items()}
+    return {k: _from_zero(v[skip : skip + limit]) for k, v in out.items()}
+
+
+def _from_zero(jobs: list[SimJob]) -> list[SimJob]:
+    """``jobs`` with submission times counted from the first one's (a slice's clock)."""
+    t0 = jobs[0].submit_s if jobs else 0.0
+    return [dataclasses.replace(j, submit_s=j.submit_s - t0) for j in jobs]
 
 
 SELECTION_NAME = re.compile(r"(?:synthetic|recurring)-s(\d+)")
@@ -290,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--traces", type=Path, default=Path("../shared/traces"))
     p.add_argument("--limit-jobs", type=int, default=2000)
+    p.add_argument(
+        "--skip-jobs",
+        type=int,
+        default=0,
+        help="the workloads' jobs after their first N (a held-out slice; not --selection)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--capacity", action="append", help="default: 1x-mean and 2x-mean")
     p.add_argument("--workload", action="append", help="default: all four")
@@ -324,16 +342,18 @@ def main(argv: list[str] | None = None) -> int:
         names = {c["workload"] for c in saved}
         loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
         if names - set(loads):
-            loads |= workloads(a.traces, a.limit_jobs, a.seed)
+            loads |= workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
         print(explain(saved, loads, a.seed))
         return 0
+    if a.skip_jobs < 0 or (a.skip_jobs and a.selection):
+        p.error("--skip-jobs: a count >= 0 of the traces' jobs, without --selection")
     if a.selection:
         seeds = [int(x) for x in a.seeds.split(",")]
         runs = selection(a.limit_jobs, seeds, a.deadline_basis)
         if a.workload:
             runs = [r for r in runs if r[0].rsplit("-s", 1)[0] in a.workload]
     else:
-        loads = workloads(a.traces, a.limit_jobs, a.seed)
+        loads = workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
         runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
     cells: list[dict[str, Any]] = []
     print(

@@ -244,7 +244,8 @@ class ArrivalMeter:
             except PolicyError:
                 continue  # nothing to estimate it from: it counts as no arrival
             slack = core.slack_of(work, n, job.deadline_s, capacity)
-            self.meter.arrive(job.submitted_ms / 1000, work.point, slack)
+            need = core.need_of(work, n, job.deadline_s, capacity)
+            self.meter.arrive(job.submitted_ms / 1000, work.point, slack, need)
         cutoff = self.mark_ms - _LATE_MS
         while self._by_stamp and self._by_stamp[0][0] < cutoff:
             stamp, job_id = heapq.heappop(self._by_stamp)

@@ -178,6 +178,10 @@ def promise_round(
         "arrival_slack_s": (
             round(load.slack.values[len(load.slack.values) // 2], 3) if load.slack else None
         ),
+        # and the median of the vcores each needs at once (``core.Sizes``)
+        "arrival_need_vcores": (
+            load.sizes.needs[len(load.sizes.needs) // 2] if load.sizes else None
+        ),
     }
     recorded: list[core.Decision] = []
     pairs = [

@@ -77,7 +77,8 @@ class PromiseAllocator(_Admission):
             est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
             cap = self.ctx.cluster.capacity
             slack = core.slack_of(est, job.tasks, job.deadline_s, cap, self.params.divisible)
-            self.meter.arrive(self.ctx.now, est.point, slack)
+            need = core.need_of(est, job.tasks, job.deadline_s, cap, self.params.divisible)
+            self.meter.arrive(self.ctx.now, est.point, slack, need)
         super().submit(run)
 
     def _killable(self, run: JobRun) -> bool:

@@ -65,15 +65,28 @@ def test_each_submission_counts_once_as_the_simulators_meter_counts_it(db: Db) -
     assert rebuilt.vcores == pytest.approx(want.vcores)
 
 
-def test_the_live_meter_keeps_each_arrivals_slack(db: Db) -> None:
+def test_the_live_meter_keeps_each_arrivals_slack_and_size(db: Db) -> None:
     est = Estimator()
     for _ in range(3):  # the signature's runs needed 0.2 of their deadline on their 2 tasks
         est.learn(Outcome(job_keys(_job("x", 0)), tasks=2, work=40.0, deadline_s=100.0, max_cpus=2))
-    _add(db, _job("a", 1_000_000), _job("b", 1_600_000, deadline_s=50.0))
+    _add(
+        db,
+        _job("a", 1_000_000),
+        _job("b", 1_600_000, deadline_s=50.0),
+        _job("c", 1_700_000, deadline_s=10.0, tasks=12),
+    )
     with db.sessions() as s:
         load = ArrivalMeter(TAU).refresh(s, est, 8, 2_000_000)
-    # each could wait 0.8 of its window and still run its one wave in time
-    assert load.slack is not None and load.slack.values == pytest.approx((40.0, 80.0))
+    # a and b could wait 0.8 of their window and still run their one wave in time; c's bound
+    # is 0.2 of its window on the 8 vcores it can have, 16 vcore-seconds: 12 tasks of 4/3 s,
+    # two waves on 8 vcores take 8/3 s of its 10
+    assert load.slack is not None
+    assert load.slack.values == pytest.approx((10.0 - 8.0 / 3.0, 40.0, 80.0))
+    # a and b run their 2 tasks one after the other on 1 vcore in time; c needs 2 vcores at
+    # once (7 waves of 4/3 s fit its 10 s); their work: 40, 20 and 16 vcore-seconds
+    assert load.sizes is not None
+    assert load.sizes.works == pytest.approx((16.0, 20.0, 40.0))
+    assert load.sizes.needs == (1, 1, 2)
 
 
 def test_submissions_older_than_five_time_constants_are_not_read(db: Db) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.sim.test_trace import TRACES, needs_traces
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "eval_deadlines.py"
 
 
@@ -171,3 +173,19 @@ def test_explain_reruns_only_failing_cells_and_accounts_for_every_lost_job(ev: M
     counted = [int(part.rsplit(" ", 1)[1]) for part in first.split("; ")[1:]]
     assert met > 0 and sum(counted) == met
     assert total.startswith("all failing cells: ")
+
+
+@needs_traces
+def test_a_held_out_slice_is_the_same_jobs_later_on_its_own_clock(ev: ModuleType) -> None:
+    whole = ev.workloads(TRACES, 150, 0)
+    later = ev.workloads(TRACES, 50, 0, skip=100)
+    assert set(later) == set(whole)
+    for name, jobs in later.items():
+        want = whole[name][100:150]
+        assert [j.job_id for j in jobs] == [j.job_id for j in want]
+        assert jobs[0].submit_s == 0.0  # its clock starts at its first job
+        shift = want[0].submit_s
+        assert [j.submit_s for j in jobs] == pytest.approx([j.submit_s - shift for j in want])
+        assert [(j.tasks, j.work) for j in jobs] == [(j.tasks, j.work) for j in want]
+    # without a skip the workloads keep the traces' own clock (Google's first job at 604 s)
+    assert whole["google"][0].submit_s > 0

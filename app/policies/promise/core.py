@@ -44,7 +44,11 @@ or waste work on real traces:
   each running or just admitted job releases at its bounded end (the ETA's timeline). An
   arrival that can wait until there is room again is not lost: the share of recent arrivals
   whose slack (how long each could wait and still finish on its full parallelism) is shorter
-  than that wait is what counts.
+  than that wait is what counts. Arrivals are counted as jobs, from their sizes (``Sizes``):
+  what a hold takes is the arrivals that would no longer fit at once, or whose work the spare
+  capacity would no longer carry with the smallest first, not its share of their mean demand;
+  on real traces a few jobs bring most of the work, and that share counted a 100-vcore hold
+  beside 2,478 free vcores as crowding out five arrivals.
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
@@ -784,11 +788,12 @@ def _unpromised(
 @dataclass(frozen=True, slots=True)
 class Load:
     """Recent arrivals: jobs per second, the vcores their work asks for on average and, where
-    known, how long they could wait (``Slack``)."""
+    known, how long they could wait (``Slack``) and how large they are (``Sizes``)."""
 
     jobs_per_s: float
     vcores: float
     slack: Slack | None = None
+    sizes: Sizes | None = None
 
 
 # Arrivals whose slack the meter keeps: the estimator's default window, enough for the share of
@@ -826,6 +831,82 @@ class Slack:
         return (below_lo * (hi - lo) + (below_hi - below_lo) * hi - between) / n
 
 
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Recent arrivals' sizes, each ascending: their work (with prefix sums) and their need, the
+    vcores each needs at once (``need_of``). What a hold costs the arrivals is counted in jobs
+    from these (``taken``), not as a share of their mean demand: a few large jobs bring most of
+    a trace's work, so a share of the work is not that share of the jobs."""
+
+    works: tuple[float, ...]
+    sums: tuple[float, ...]  # prefix sums of ``works``
+    needs: tuple[float, ...]
+
+    @classmethod
+    def of(cls, works: Iterable[float], needs: Iterable[float]) -> Sizes:
+        """The distribution of ``works`` (each at least 0) and ``needs``, in any order."""
+        ordered = tuple(sorted(works))
+        return cls(ordered, tuple(itertools.accumulate(ordered, initial=0.0)), tuple(sorted(needs)))
+
+    def served(self, part: float) -> float:
+        """The share of arrivals, by count, that ``part`` (0 to 1) of their total work serves
+        when the smallest go first, linear inside an arrival (continuous, concave, 1 at 1)."""
+        n = len(self.works)
+        total = self.sums[-1] if n else 0.0
+        part = min(1.0, max(0.0, part))
+        if total <= 0:
+            return part
+        x = part * total
+        k = bisect.bisect_right(self.sums, x) - 1  # arrivals wholly served
+        if k >= n:
+            return 1.0
+        return (k + (x - self.sums[k]) / self.works[k]) / n
+
+    def fitting(self, vcores: float) -> float:
+        """The share of arrivals that need at most ``vcores`` at once."""
+        if not self.needs:
+            return 1.0
+        return bisect.bisect_right(self.needs, vcores + _EPS) / len(self.needs)
+
+    def taken(self, spare: float, hold: float, demand: float) -> float:
+        """The share of arrivals that ``spare`` vcores would serve with ``hold`` more and do not
+        serve without them: the larger of those that no longer fit at once (``fitting``) and
+        those whose work the spare no longer carries, smallest first, against the arrivals'
+        mean ``demand`` (``served``). Both are written out here, at half the cost of calling
+        them: it runs at every step of every hold's timeline."""
+        needs, works, sums = self.needs, self.works, self.sums
+        right = bisect.bisect_right
+        by_need = 0.0
+        if needs:
+            fit_with = right(needs, spare + hold + _EPS)
+            by_need = (fit_with - right(needs, spare + _EPS)) / len(needs)
+        hi = min(1.0, max(0.0, (spare + hold) / demand))
+        lo = min(1.0, max(0.0, spare / demand))
+        n, total = len(works), sums[-1]
+        if total <= 0:
+            by_work = hi - lo
+        else:
+            x = hi * total
+            k = right(sums, x) - 1
+            with_hold = 1.0 if k >= n else (k + (x - sums[k]) / works[k]) / n
+            x = lo * total
+            k = right(sums, x) - 1
+            without = 1.0 if k >= n else (k + (x - sums[k]) / works[k]) / n
+            by_work = with_hold - without
+        return by_need if by_need > by_work else by_work
+
+
+def need_of(
+    est: Estimate, tasks: int, deadline_s: float, capacity: int, divisible: bool = False
+) -> int:
+    """The vcores a job needs at once to finish by its deadline if it starts at its submission:
+    the smallest grant that does by its central estimate and start-up bound, else its full
+    parallelism on the cluster (``Sizes``)."""
+    limit = min(tasks, capacity)
+    g = min_grant(tasks, limit, est.point / tasks, deadline_s - est.overhead_s, divisible)
+    return limit if g is None else g
+
+
 def slack_of(
     est: Estimate, tasks: int, deadline_s: float, capacity: int, divisible: bool = False
 ) -> float:
@@ -845,6 +926,9 @@ class LoadMeter:
     _work: float = 0.0
     _slack: deque[float] = field(default_factory=lambda: deque(maxlen=SLACK_WINDOW))
     _slack_known: Slack | None = None  # ``Slack.of(_slack)`` until the next arrival
+    _works: deque[float] = field(default_factory=lambda: deque(maxlen=SLACK_WINDOW))
+    _needs: deque[float] = field(default_factory=lambda: deque(maxlen=SLACK_WINDOW))
+    _sizes_known: Sizes | None = None  # ``Sizes.of(_works, _needs)`` until the next arrival
 
     def _decay(self, now_s: float) -> None:
         if self._t is not None and now_s > self._t:
@@ -853,26 +937,35 @@ class LoadMeter:
             self._work *= f
         self._t = now_s if self._t is None else max(self._t, now_s)
 
-    def arrive(self, now_s: float, work: float, slack_s: float | None = None) -> None:
-        """Count one arrival whose work is expected to be ``work`` vcore-seconds and that could
-        wait ``slack_s`` (``slack_of``; None: not known). An arrival older than the meter's
-        clock (counted late) weighs what it would have decayed to; the slack of the last
-        ``SLACK_WINDOW`` arrivals counted is kept."""
+    def arrive(
+        self, now_s: float, work: float, slack_s: float | None = None, need: float | None = None
+    ) -> None:
+        """Count one arrival whose work is expected to be ``work`` vcore-seconds, that could
+        wait ``slack_s`` (``slack_of``) and needs ``need`` vcores at once (``need_of``); None:
+        not known. An arrival older than the meter's clock (counted late) weighs what it would
+        have decayed to; the slack and the sizes of the last ``SLACK_WINDOW`` arrivals counted
+        are kept."""
         self._decay(now_s)
         assert self._t is not None
         weight = 1.0 if now_s >= self._t else math.exp(-(self._t - now_s) / self.tau_s)
         self._jobs += weight / self.tau_s
         self._work += weight * work / self.tau_s
+        if need is not None:
+            self._works.append(max(0.0, work))
+            self._needs.append(need)
+            self._sizes_known = None
         if slack_s is not None:
             self._slack.append(slack_s)
             self._slack_known = None
 
     def load(self, now_s: float) -> Load:
-        """The rates as of ``now_s``, with the recent arrivals' slack."""
+        """The rates as of ``now_s``, with the recent arrivals' slack and sizes."""
         self._decay(now_s)
         if self._slack_known is None and self._slack:
             self._slack_known = Slack.of(self._slack)
-        return Load(self._jobs, self._work, self._slack_known)
+        if self._sizes_known is None and self._works:
+            self._sizes_known = Sizes.of(self._works, self._needs)
+        return Load(self._jobs, self._work, self._slack_known, self._sizes_known)
 
 
 def _crowded_out(
@@ -885,20 +978,25 @@ def _crowded_out(
 ) -> float:
     """Arriving jobs expected to miss because this job holds ``hold`` vcores for ``duration``.
 
-    What arrivals find free while it runs is ``avail`` now, plus what each job in ``held``
-    releases at its end (``(time, vcores)`` in time order: running jobs at their bounded ends,
-    as the ETAs plan them). While that, less this job's ``hold``, covers their mean demand,
-    nothing is lost. Short of it, the part of the arrivals' demand this job takes away,
-    ``min(hold, demand - spare) / demand``, times the jobs arriving meanwhile, summed over the
-    timeline's steps. An arrival is lost only if it cannot wait for room: the shortage ends when
-    the spare covers the demand or this job ends, and an arrival at ``t`` before that is lost
-    if its slack is shorter than the rest of the shortage (``Slack.short_s``; with no slack
-    known every one is lost). A job is worth one met deadline, so it waits when it would cost
-    one or more (SDR counts jobs: one long job on most of the cluster can cost dozens of short
-    ones). Taking the capacity free now as all that arrivals would find for the whole hold, and
-    every arrival meanwhile as lost, counted arrivals as lost when running jobs would have made
-    room for them soon after, or when they could have waited for it (``docs/evaluation.md``,
-    "Crowd-out over the release timeline, and arrivals that can wait").
+    What arrivals find free while it runs is ``avail`` now, plus what each job in ``held`` releases
+    at its end (``(time, vcores)`` in time order: running jobs at their bounded ends, as the ETAs
+    plan them). While that, less this job's ``hold``, covers their mean demand, nothing is lost.
+    Short of it, the share of the arrivals this job takes away times the jobs arriving meanwhile,
+    summed over the timeline's steps. That share is counted in jobs from the recent arrivals' sizes
+    (``Sizes.taken``): those that the spare plus ``hold`` would fit at once and the spare alone
+    would not, or, if more, those whose work the spare plus ``hold`` would carry, smallest first,
+    and the spare alone would not. Without sizes it is the part of the arrivals' demand this job
+    takes away, ``min(hold, demand - spare) / demand``, which counts every arrival as the mean one:
+    where a few large jobs bring most of the work, it counted most arrivals as crowded out of a
+    mostly idle cluster (``docs/evaluation.md``, "Crowd-out counted in jobs"). An arrival is lost
+    only if it cannot wait for room: the shortage ends when the spare covers the demand or this job
+    ends, and an arrival at ``t`` before that is lost if its slack is shorter than the rest of the
+    shortage (``Slack.short_s``; with no slack known every one is lost). A job is worth one met
+    deadline, so it waits when it would cost one or more (SDR counts jobs: one long job on most of
+    the cluster can cost dozens of short ones). Taking the capacity free now as all that arrivals
+    would find for the whole hold, and every arrival meanwhile as lost, counted arrivals as lost
+    when running jobs would have made room for them soon after, or when they could have waited for
+    it (``docs/evaluation.md``, "Crowd-out over the release timeline, and arrivals that can wait").
     """
     if load is None or load.vcores <= 0:
         return 0.0
@@ -906,18 +1004,25 @@ def _crowded_out(
     level = avail - hold  # spare: what arrivals find free beside this job
     if level >= demand:  # releases only add to it
         return 0.0
+    sizes = load.sizes
+
+    def taken(spare: float) -> float:
+        if sizes is None:  # sizes unknown: the share of the demand this job takes away
+            return min(hold, demand - spare) / demand
+        return sizes.taken(spare, hold, demand)
+
     end = now_s + duration
-    short: list[tuple[float, float, float]] = []  # (from, to, share of the demand taken)
+    short: list[tuple[float, float, float]] = []  # (from, to, share of the arrivals taken)
     t = now_s
     for at, vcores in held:  # in time order
         if level >= demand or at >= end:
             break
         if at > t:
-            short.append((t, at, min(hold, demand - level) / demand))
+            short.append((t, at, taken(level)))
             t = at
         level += vcores
     if level < demand and end > t:
-        short.append((t, end, min(hold, demand - level) / demand))
+        short.append((t, end, taken(level)))
     if not short:
         return 0.0
     room_at = short[-1][1]  # when arrivals find room again

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 
 import pytest
 
@@ -162,6 +163,83 @@ def test_arrivals_that_can_wait_for_room_are_not_crowded_out() -> None:
     assert core._crowded_out(
         core.Load(0.1, 9.0, core.Slack.of([60.0])), 10, [], 0.0, 2, 100.0
     ) == pytest.approx(0.1 * 40.0 / 9.0)
+
+
+def test_sizes_count_arrivals_not_their_work() -> None:
+    sizes = core.Sizes.of([80.0, 10.0, 10.0], [8, 1, 2])  # 100 vcore-s in all
+    # by work, smallest first, linear inside an arrival
+    assert sizes.served(0.0) == 0.0
+    assert sizes.served(0.1) == pytest.approx(1 / 3)  # the first 10
+    assert sizes.served(0.2) == pytest.approx(2 / 3)  # both small ones
+    assert sizes.served(0.6) == pytest.approx((2 + 40 / 80) / 3)  # half of the large one
+    assert sizes.served(1.0) == 1.0 and sizes.served(1.5) == 1.0
+    # by need: the share that fits in so many vcores at once
+    assert sizes.fitting(0) == 0.0 and sizes.fitting(1) == pytest.approx(1 / 3)
+    assert sizes.fitting(7.5) == pytest.approx(2 / 3) and sizes.fitting(8) == 1.0
+    # a hold of 5 beside 2 spare: by need the 8-vcore arrival does not fit either way (none
+    # lost); by work (demand 10) the spare serves 0.7 of the work instead of 0.2: 2.625 of the
+    # three arrivals instead of 2
+    assert sizes.taken(2.0, 5.0, 10.0) == pytest.approx((2 + 50 / 80) / 3 - 2 / 3)
+    # beside 3 spare it is the large arrival's room (3 -> 8): one in three by need
+    assert sizes.taken(3.0, 5.0, 10.0) == pytest.approx(1 / 3)
+    # no work recorded: a part of the demand is that part of the arrivals
+    assert core.Sizes.of([0.0, 0.0], [1, 1]).served(0.25) == pytest.approx(0.25)
+
+
+def test_taken_is_the_larger_of_the_arrivals_that_no_longer_fit_and_no_longer_get_served() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        works = [rng.choice([0.0, rng.uniform(0, 50), rng.uniform(0, 5000)]) for _ in range(n)]
+        sizes = core.Sizes.of(works, [rng.randint(1, 40) for _ in range(n)])
+        spare, hold, demand = rng.uniform(0, 60), rng.randint(1, 40), rng.uniform(1, 90)
+        by_need = sizes.fitting(spare + hold) - sizes.fitting(spare)
+        by_work = sizes.served((spare + hold) / demand) - sizes.served(spare / demand)
+        assert sizes.taken(spare, hold, demand) == pytest.approx(max(by_need, by_work))
+
+
+def test_a_hold_costs_the_arrivals_it_leaves_no_room_for_not_a_share_of_their_work() -> None:
+    est = _taught(0.5)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # As above: a's grant of 2 leaves 8 of the 9 vcores arrivals need for 100 s at 0.1 jobs/s.
+    # Arrivals alike: 8 vcores serve 8 of 9 of them, so a costs one in nine, 1.1 jobs: a waits.
+    alike = core.Load(0.1, 9.0, sizes=core.Sizes.of([90.0] * 9, [1] * 9))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, alike)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # One in nine brings half of their work: 8 vcores still serve every small one and most of
+    # the large one, whose 400 vcore-s lose a ninth of all 800, 0.25 jobs in 100 s: a starts.
+    skewed = core.Load(0.1, 9.0, sizes=core.Sizes.of([50.0] * 8 + [400.0], [1] * 9))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, skewed)
+    assert d.action == "admit"
+    lost = core._crowded_out(skewed, 10, [], 0.0, 2, 100.0)
+    assert lost == pytest.approx(10.0 * (800.0 / 9.0) / 400.0 / 9.0)
+    # ... unless that one needs 9 vcores at once: beside a's grant it no longer fits, one
+    # arrival in nine again, 1.1 jobs.
+    wide = core.Load(0.1, 9.0, sizes=core.Sizes.of([50.0] * 8 + [400.0], [1] * 8 + [9]))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, wide)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+
+
+def test_an_arrivals_need_is_its_smallest_grant_for_its_deadline() -> None:
+    # 4 tasks of 20 s (central), a 5 s start-up, a 50 s deadline: 45 s leave two waves of 20 s,
+    # so 2 vcores (and 2 as divisible work: 80 vcore-s in 45 s is 1.8)
+    est = Estimate(upper=120.0, point=80.0, source="task_s@sig", samples=3, overhead_s=5.0)
+    assert core.need_of(est, 4, 50.0, 8) == 2
+    assert core.need_of(est, 4, 50.0, 8, divisible=True) == 2
+    assert core.need_of(est, 4, 30.0, 8) == 4  # 25 s: one wave
+    # nothing meets 20 s: its full parallelism on the cluster
+    assert core.need_of(est, 4, 20.0, 8) == 4 and core.need_of(est, 4, 20.0, 3) == 3
+
+
+def test_load_meter_keeps_the_sizes_of_the_last_arrivals() -> None:
+    meter = core.LoadMeter(tau_s=100.0)
+    meter.arrive(0.0, 10.0)
+    assert meter.load(0.0).sizes is None  # no need known: the share of their mean demand
+    for i in range(core.SLACK_WINDOW + 3):
+        meter.arrive(float(i), float(i), need=i % 5 + 1)
+    sizes = meter.load(100.0).sizes
+    assert sizes is not None and sizes.works == tuple(float(i) for i in range(3, 67))
+    assert sizes.needs == tuple(sorted(i % 5 + 1 for i in range(3, 67)))
 
 
 def test_load_meter_keeps_the_slack_of_the_last_arrivals() -> None:
