@@ -1,5 +1,5 @@
 """HybridMR: placement of MapReduce jobs on a native or a virtual partition, and interference
-arbitration on the virtual one (seed ``001_57a2191a41d40dfa.txt``, section III).
+arbitration on the virtual one (seed 001, Sharma et al., section III).
 
 - ``ProfileDB`` / ``estimate``: the Phase I job profiling database and Algorithm 1 (III-A1). A
   profile row is one completed job: class, partition, input size, cluster size, map, reduce and
@@ -103,7 +103,7 @@ REGISTRY: tuple[PolicySpec, ...] = (
         kind="placement",
         summary="HybridMR: place batch jobs on the native or virtual partition from profiled "
         "completion times; move or throttle batch tasks that hurt interactive SLAs.",
-        paper="001_57a2191a41d40dfa.txt section III (Algorithms 1, 2 and 3)",
+        paper="seed 001 (Sharma et al., HybridMR), section III (Algorithms 1, 2 and 3)",
         params=_PARAMS,
     ),
 )

@@ -524,14 +524,14 @@ REGISTRY: tuple[PolicySpec, ...] = (
         kind="admission",
         summary="Justice: deadline-aware admission from Min/Max/Last CPU fractions of completed "
         "jobs with error correction; drops infeasible jobs, kills large violators.",
-        paper="004_1f6b6b0b2a157fde.txt chapter 5 (Algorithms 3 to 6)",
+        paper="seed 004 (Dimopoulos, PhD thesis, UCSB 2018), chapter 5 (Algorithms 3 to 6)",
         params=_params_spec(),
     ),
     PolicySpec(
         name="pythia",
         kind="admission",
         summary="PYTHIA: deadline-aware admission with one global CPUFrac = max(minReqRate).",
-        paper="004_1f6b6b0b2a157fde.txt chapter 4 (Algorithms 1 and 2)",
+        paper="seed 004 (Dimopoulos, PhD thesis, UCSB 2018), chapter 4 (Algorithms 1 and 2)",
         params=_params_spec(),
     ),
 )

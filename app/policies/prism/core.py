@@ -1,4 +1,4 @@
-"""PRISM: phase-level resource-aware task scheduling (seed ``003_4ea5da0bf5dee431.txt``,
+"""PRISM: phase-level resource-aware task scheduling (seed 003, Zhang et al.,
 sections 3, 4 and 5).
 
 A map task runs the phases ``map`` then ``merge``; a reduce task ``shuffle`` then ``reduce``
@@ -94,7 +94,7 @@ REGISTRY: tuple[PolicySpec, ...] = (
         kind="task",
         summary="PRISM: phase-level scheduling; start the map/merge/shuffle/reduce phase with the "
         "highest fairness + performance utility while it fits the node.",
-        paper="003_4ea5da0bf5dee431.txt sections 3 to 5 (eqs. 1 to 6, Algorithm 1)",
+        paper="seed 003 (Zhang et al., PRISM), sections 3 to 5 (eqs. 1 to 6, Algorithm 1)",
         params=_PARAMS,
     ),
 )

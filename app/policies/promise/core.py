@@ -1119,7 +1119,8 @@ REGISTRY: tuple[PolicySpec, ...] = (
         kind="admission",
         summary="Promise: deadline admission from per-signature work bounds, wave-aware grants, "
         "least-laxity order with a reservation, honest early drops with the earliest finish.",
-        paper="004_1f6b6b0b2a157fde.txt chapters 4-5 (what it improves on); docs/evaluation.md",
+        paper="seed 004 (Dimopoulos, PhD thesis, UCSB 2018), chapters 4-5 (what it improves on); "
+        "docs/evaluation.md",
         params=PARAMS,
     ),
 )

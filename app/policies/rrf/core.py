@@ -487,7 +487,7 @@ REGISTRY: tuple[PolicySpec, ...] = (
         kind="queue",
         summary="Reciprocal Resource Fairness: tenants trade unused vcores for memory and back; "
         "T-shirt, WMMF and weighted DRF as baselines; absolute capacities per queue.",
-        paper="002_e3dbbce14a8e4abb.txt section 9.5 (Algorithms 2 and 3, Table 9.3)",
+        paper="seed 002 (Tang et al., chapter 9), section 9.5 (Algorithms 2 and 3, Table 9.3)",
         params=(
             ParamSpec(
                 "algorithm",
