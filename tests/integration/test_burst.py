@@ -170,7 +170,12 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
     assert sidecar_met >= plain_met
 
 
-BUSY_POLL_S = 3.0
+# One poll interval is what the sidecar promises between an admission and the job's start, and
+# the slack YARN gets to schedule the AM. At 3 s, one CI run on a loaded machine saw one AM
+# launched 3.9 s after its admission (the other two within 0.14 s). The failure this test guards
+# against, an admission YARN cannot serve, keeps the AM waiting for the busy queue's app, tens of
+# seconds; 5 s (half the production default) still tells the two apart.
+BUSY_POLL_S = 5.0
 
 
 async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
@@ -186,9 +191,10 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
     run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
         try:
-            # root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 40 s.
+            # root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 150 s: longer than
+            # the wait below for the three small jobs (120 s); it is killed at the end.
             busy = workload.AppSpec(
-                queue="etl", sleep_s=40, num_containers=5, container_memory_mb=128, tags=(TAG,)
+                queue="etl", sleep_s=150, num_containers=5, container_memory_mb=128, tags=(TAG,)
             )
             (busy_id,) = await workload.submit_all(rm, [busy], harness)
             until = time.monotonic() + 60
@@ -210,8 +216,9 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
                 assert sum(state in started for state in first.values()) == 1, (first, why)
                 ours = await wait_all_final(client, [b["name"] for b in bodies], 120)
                 details = [(await client.get(f"/jobs/{j['id']}")).json() for j in ours.values()]
-            assert (await rm.app(busy_id)).state in ("RUNNING", "FINISHED")
+            assert (await rm.app(busy_id)).state == "RUNNING"  # busy all along
             delays = []
+            timeline: dict[str, tuple[list[tuple[str, str]], int | None, int | None]] = {}
             for detail in details:
                 if detail["app_id"] is None:
                     continue
@@ -223,8 +230,11 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
                 app = await rm.app(detail["app_id"])
                 assert app.launched_ms is not None, detail
                 delays.append((detail["name"], app.launched_ms / 1000 - admitted))
+                # what a slow start is made of: the sidecar's decisions, then YARN's own times
+                steps = [(d["action"], d["at"]) for d in detail["decisions"]]
+                timeline[detail["name"]] = (steps, app.submitted_ms, app.launched_ms)
         finally:
             await workload.kill_unfinished(rm, tags=[TAG])
     print("admission -> AM launched (s):", delays)
     assert delays, "no job was admitted"
-    assert all(d <= BUSY_POLL_S for _, d in delays), delays
+    assert all(d <= BUSY_POLL_S for _, d in delays), (delays, timeline)
