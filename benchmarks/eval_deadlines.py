@@ -122,9 +122,17 @@ def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: i
     failing = [c for c in cells if not c["goal"]]
     behind = [c for c in cells if c["goal"] and c["margin"] < -1e-9]
     lines: list[str] = []
-    for title, group in (("all failing cells", failing), ("all cells within 0.01", behind)):
-        if title == "all cells within 0.01":
-            lines.append("cells where the goal holds with Promise behind the best, within 0.01:")
+    sections = (
+        (None, "all failing cells", failing),
+        (
+            "cells where the goal holds with Promise behind the best, within 0.01:",
+            "all cells within 0.01",
+            behind,
+        ),
+    )
+    for heading, title, group in sections:
+        if heading is not None:
+            lines.append(heading)
         total: Counter[str] = Counter()
         for c in group:
             line, lost = _explain_cell(c, loads, seed)

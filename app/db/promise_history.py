@@ -177,8 +177,8 @@ class ArrivalMeter:
     """The arrival rate of deadline jobs and the work they ask for (``core.LoadMeter``), fed
     from the jobs table: incremental between rounds, rebuilt from the last five time constants
     of submissions after a restart. Each arrival's work is its estimate's central value when the
-    meter first reads it (the simulator takes it at the arrival), and its slack
-    (``core.slack_of``) comes from the same estimate."""
+    meter first reads it (the simulator takes it at the arrival), and its slack and need come
+    from the same estimate (``core.LoadMeter.arrive_job``, as in the simulator)."""
 
     tau_s: float = 3600.0
     meter: core.LoadMeter | None = None
@@ -243,9 +243,7 @@ class ArrivalMeter:
                 work = estimator.estimate(job_keys(job), n, job.deadline_s, min(n, capacity))
             except PolicyError:
                 continue  # nothing to estimate it from: it counts as no arrival
-            slack = core.slack_of(work, n, job.deadline_s, capacity)
-            need = core.need_of(work, n, job.deadline_s, capacity)
-            self.meter.arrive(job.submitted_ms / 1000, work.point, slack, need)
+            self.meter.arrive_job(job.submitted_ms / 1000, work, n, job.deadline_s, capacity)
         cutoff = self.mark_ms - _LATE_MS
         while self._by_stamp and self._by_stamp[0][0] < cutoff:
             stamp, job_id = heapq.heappop(self._by_stamp)

@@ -8,7 +8,7 @@ completed runs (succeeded or missed) are learned by the estimator with ``work`` 
 A simulated job's signature is its normalised name with user and queue where the workload has
 names (``recurring``); the traces carry none, so there it is the queue, user and the power-of-two
 class of the task count (``signature.size_class``). Fallback keys: the user, the queue, global.
-Arrivals feed ``core.LoadMeter`` with their estimated work and slack.
+Arrivals feed ``core.LoadMeter`` with their estimated work, slack and need (``arrive_job``).
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ class PromiseAllocator(_Admission):
         if job.deadline_s is not None:
             est = self.estimator.estimate(keys, job.tasks, job.deadline_s, run.max_cpus)
             cap = self.ctx.cluster.capacity
-            slack = core.slack_of(est, job.tasks, job.deadline_s, cap, self.params.divisible)
-            need = core.need_of(est, job.tasks, job.deadline_s, cap, self.params.divisible)
-            self.meter.arrive(self.ctx.now, est.point, slack, need)
+            self.meter.arrive_job(
+                self.ctx.now, est, job.tasks, job.deadline_s, cap, self.params.divisible
+            )
         super().submit(run)
 
     def _killable(self, run: JobRun) -> bool:

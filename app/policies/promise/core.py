@@ -958,6 +958,22 @@ class LoadMeter:
             self._slack.append(slack_s)
             self._slack_known = None
 
+    def arrive_job(
+        self,
+        now_s: float,
+        est: Estimate,
+        tasks: int,
+        deadline_s: float,
+        capacity: int,
+        divisible: bool = False,
+    ) -> None:
+        """Count one deadline job arriving at ``now_s`` from its estimate: its central work, its
+        slack (``slack_of``) and its need (``need_of``). The simulator and the live meter both
+        count arrivals this way."""
+        slack = slack_of(est, tasks, deadline_s, capacity, divisible)
+        need = need_of(est, tasks, deadline_s, capacity, divisible)
+        self.arrive(now_s, est.point, slack, need)
+
     def load(self, now_s: float) -> Load:
         """The rates as of ``now_s``, with the recent arrivals' slack and sizes."""
         self._decay(now_s)
