@@ -34,8 +34,9 @@ or waste work on real traces:
   workloads (``app/sim/trace.synthetic`` seeds 1 and 2, not the evaluation traces) and met fewer
   deadlines, so neither is used: an EASY-backfilling reservation for that first job (Lifka 1995),
   which holds capacity for one large job that many small ones could have used, and topping up
-  grants with idle capacity, which finishes admitted jobs early but leaves no room for the next
-  arrivals, whose deadlines start at their own submission.
+  every grant with all idle capacity, which finishes admitted jobs early but leaves no room for
+  the next arrivals, whose deadlines start at their own submission ("Top-ups" below is the
+  priced version).
 * Arrivals it would crowd out (``LoadMeter``, ``_crowded_out``): SDR counts jobs, and a long job
   on most of the cluster can cost dozens of later short ones. From the recent arrival rate
   (jobs/s and the vcores their work asks for) a job that would leave less free capacity than
@@ -49,6 +50,11 @@ or waste work on real traces:
   capacity would no longer carry with the smallest first, not its share of their mean demand;
   on real traces a few jobs bring most of the work, and that share counted a 100-vcore hold
   beside 2,478 free vcores as crowding out five arrivals.
+* Top-ups (``_top_up``): a job's work does not depend on its grant, so vcores left over after
+  every promise and try may go to this round's promised jobs where their history has runs
+  longer than the bound (a quantile) and a larger grant would fit them: a grant is worth its
+  chance of meeting the deadline less the arrivals it crowds out. None while a waiting job
+  expects the free vcores (its ETA counts on them), and none without an arrival rate.
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
@@ -103,7 +109,7 @@ import bisect
 import itertools
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -554,19 +560,31 @@ def admit(
             )
         )
 
+    promised = len(out)
+    avail = _tries(
+        tries, avail, held, am, now_s, out, queued, load, mean_work, params.waste_price, div
+    )
     grants = {j.id: g for j, _, _, g in admitted}
-    for j, est, _, _ in admitted:
+    top_ups: dict[str, str] = {}  # why a job got more than its bound needs
+    # priced by the arrivals it would crowd out: none before any arrival, or with the rule off
+    if load is not None and mean_work is not None and reservation is None:
+        avail = _top_up(
+            admitted, grants, top_ups, avail, held, load, estimator, capacity, now_s, am, div
+        )
+    admits: list[Decision] = []
+    for j, est, _, g0 in admitted:
         g = grants[j.id]
         w = waves(j.tasks, g, div)
         begin = now_s + est.overhead_s  # its first task, after the start-up bound
         finish = begin + w * est.upper / j.tasks
-        out.append(
+        more = f", {g - g0} more than its bound needs ({top_ups[j.id]})" if g > g0 else ""
+        admits.append(
             Decision(
                 "admit",
                 j.id,
                 g,
                 f"{g} vcores: {_count(w)} waves finish by {_at(finish, now_s)} "
-                f"<= deadline {_at(j.deadline_at, now_s)} ({est.source})",
+                f"<= deadline {_at(j.deadline_at, now_s)} ({est.source}){more}",
                 start_s=now_s,
                 finish_s=finish,
                 finish_point_s=begin + w * est.point / j.tasks,
@@ -574,9 +592,100 @@ def admit(
                 source=est.source,
             )
         )
-    _tries(tries, avail, held, am, now_s, out, queued, load, mean_work, params.waste_price, div)
+    out[promised:promised] = admits  # promises first, then tries, as they were decided
     out.extend(queued)
     return out
+
+
+def _top_up(
+    admitted: list[tuple[WaitingJob, Estimate, int, int]],
+    grants: dict[str, int],
+    notes: dict[str, str],
+    avail: int,
+    held: list[tuple[float, int]],
+    load: Load,
+    estimator: Estimator,
+    capacity: int,
+    now_s: float,
+    am: int,
+    div: bool,
+) -> int:
+    """Give this round's promised jobs the vcores that no promise and no try took, where their
+    own history says the larger grant is worth it (``grants`` and ``notes``, the reasons, are
+    updated); returns the vcores still free.
+
+    A job's work does not depend on its grant (``n`` tasks of their own durations on ``g``
+    containers, or divisible work at ``work / g``): a larger grant holds more vcores for a
+    shorter time and costs no work. Its bound is a quantile, so some of its history's works lie
+    above it: the job's own evidence that it may run longer than promised (a run longer than its
+    bound is killed at its first wave or at its deadline, the largest class of jobs lost where
+    the goal failed on the evaluation's held-out slice after 3,000 jobs). A grant's worth is its
+    chance of meeting the deadline, ``k / (n + 1)`` when ``k`` of the history's ``n`` predicted
+    works fit it (as ``bound_chance`` counts a bound), less the arrivals it crowds out
+    (``_crowded_out``), both counted in met deadlines. The candidates are the smallest grants
+    that fit each of those works, up to what is free; the one of the best worth is taken if it
+    beats the promised grant's. Jobs are topped up in the order they were promised (least laxity
+    first). Topping every promise up to all that is idle met fewer deadlines
+    (``docs/evaluation.md``, "Top-ups from the job's own history"): the next arrivals found the
+    cluster full.
+    """
+    for j, est, limit, g in admitted:
+        top = min(limit, g + avail)
+        if top <= g:
+            continue
+        works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
+        due = j.deadline_at - est.overhead_s
+        task_u = est.upper / j.tasks
+        held.remove((now_s + est.overhead_s + waves(j.tasks, g, div) * task_u, g + am))
+        spare = avail + g + am  # free without this job
+        fits = _fitting(j, works, due, now_s, div)
+        lost = _hold_cost(j, est, load, spare, held, now_s, am, div)
+        best, best_worth = g, fits(g) / (len(works) + 1) - lost(g)
+        for work in works:
+            grant = min_grant(j.tasks, limit, work / j.tasks, due - now_s, div)
+            if grant is not None and best < grant <= top:
+                w = fits(grant) / (len(works) + 1) - lost(grant)
+                if w > best_worth + _EPS:
+                    best, best_worth = grant, w
+        if best > g:
+            avail -= best - g
+            grants[j.id] = best
+            notes[j.id] = f"{fits(best)} of its {len(works)} history runs fit it, {fits(g)} fit {g}"
+        bisect.insort(
+            held, (now_s + est.overhead_s + waves(j.tasks, best, div) * task_u, best + am)
+        )
+    return avail
+
+
+def _fitting(
+    j: WaitingJob, works: Sequence[float], due: float, now_s: float, div: bool
+) -> Callable[[int], int]:
+    """How many of ``works`` (ascending) a grant finishes by ``due``."""
+
+    def fits(grant: int) -> int:
+        fit = (due - now_s) * j.tasks / waves(j.tasks, grant, div)
+        return bisect.bisect_right(works, fit * (1 + 1e-12))
+
+    return fits
+
+
+def _hold_cost(
+    j: WaitingJob,
+    est: Estimate,
+    load: Load,
+    spare: int,
+    held: list[tuple[float, int]],
+    now_s: float,
+    am: int,
+    div: bool,
+) -> Callable[[int], float]:
+    """The arrivals a grant of ``j`` crowds out (``_crowded_out``) over its central hold."""
+
+    def lost(grant: int) -> float:
+        hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
+        return _crowded_out(load, spare, held, now_s, grant + am, hold_s)
+
+    return lost
 
 
 class _Try(NamedTuple):
@@ -676,7 +785,7 @@ def _tries(
     mean_work: float | None,
     price: float,
     div: bool,
-) -> None:
+) -> int:
     """Start, with what the promised jobs left (``avail``; ``held``: when each running or
     admitted job releases its vcores), the jobs that cannot be promised (their bound misses
     their deadline, or running jobs end too late for it) but whose chance of meeting it is
@@ -733,6 +842,7 @@ def _tries(
                 f"({est.source})",
             )
         )
+    return avail
 
 
 def _still_learning(estimator: Estimator, keys: Keys) -> bool:

@@ -566,3 +566,43 @@ def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_ref
     off = core.PromiseParams(learn_cpus=0)
     (d,) = core.admit([one], [], 4, 4, 0.0, _taught(1.3, keys=OTHER), off)
     assert d.action == "drop"
+
+
+def test_a_promised_job_gets_idle_vcores_where_its_history_has_longer_runs() -> None:
+    # 19 runs of 10 s tasks and one of 20 s: the bound (0.95, nearest rank of 20) is 10 s, so
+    # 2 vcores (two waves) meet a 25 s deadline, and 19 of the 20 runs fit them; on 4 (one
+    # wave) all 20 do. The larger grant costs no work, only vcores for a shorter time.
+    est = _four_task_runs(*([10.0] * 19), 20.0)
+    job = core.WaitingJob("a", tasks=4, deadline_s=25.0, submitted_s=0.0, keys=K)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P)
+    assert (d.action, d.cpus) == ("admit", 2)  # no arrival rate: nothing prices a top-up
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, core.LoadMeter().load(0.0))
+    assert (d.action, d.cpus) == ("admit", 2)  # nor a meter that has seen no arrival
+    calm = core.Load(jobs_per_s=0.001, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, calm)
+    assert (d.action, d.cpus, d.finish_s) == ("admit", 4, 10.0)
+    assert d.reason.endswith(
+        "2 more than its bound needs (20 of its 20 history runs fit it, 19 fit 2)"
+    )
+    # arrivals needing 3 vcores at 0.05 a second: on 4 of 6 free, a third of them find no
+    # room for its 10 s, 0.17 jobs lost against a chance 1/21 higher
+    busy = core.Load(jobs_per_s=0.05, vcores=3.0)
+    (d,) = core.admit([job], [], 6, 6, 0.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
+    # a history with no run above the bound gives it nothing more
+    (d,) = core.admit([job], [], 8, 8, 0.0, _four_task_runs(*([10.0] * 20)), P, calm)
+    assert (d.action, d.cpus) == ("admit", 2)
+
+
+def test_no_top_up_while_a_waiting_job_counts_on_the_free_vcores() -> None:
+    est = _four_task_runs(*([10.0] * 19), 20.0)
+    calm = core.Load(jobs_per_s=0.001, vcores=1.0)
+    job = core.WaitingJob("a", tasks=4, deadline_s=25.0, submitted_s=0.0, keys=K)
+    # 4 of 10 vcores are held until 10 s; "big" (16 tasks by 35 s) needs 8 vcores from then
+    running = core.RunningJob("r", 4, 100.0, 0.0, 0.0, 4, K)
+    big = core.WaitingJob("big", tasks=16, deadline_s=35.0, submitted_s=0.0, keys=K)
+    out = {d.job_id: d for d in core.admit([job, big], [running], 6, 10, 0.0, est, P, calm)}
+    assert (out["a"].action, out["a"].cpus) == ("admit", 2)
+    assert (out["big"].action, out["big"].start_s) == ("queue", 10.0)
+    (d,) = core.admit([job], [running], 6, 10, 0.0, est, P, calm)
+    assert (d.action, d.cpus) == ("admit", 4)
