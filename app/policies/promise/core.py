@@ -109,7 +109,7 @@ import bisect
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -488,8 +488,7 @@ def admit(
         if fits and g is not None:
             # expected hold (central estimate): the bound is for the job's own deadline, while
             # the arrivals it displaces are an expectation too
-            hold_s = waves(j.tasks, g, div) * est.point / j.tasks
-            lost = _crowded_out(load, avail, held, now_s, g + am, hold_s)
+            lost = _hold_lost(j, est, g, load, avail, held, now_s, am, div)
             if lost >= 1.0:
                 queued.append(
                     _queued(
@@ -638,54 +637,48 @@ def _top_up(
         task_u = est.upper / j.tasks
         held.remove((now_s + est.overhead_s + waves(j.tasks, g, div) * task_u, g + am))
         spare = avail + g + am  # free without this job
-        fits = _fitting(j, works, due, now_s, div)
-        lost = _hold_cost(j, est, load, spare, held, now_s, am, div)
-        best, best_worth = g, fits(g) / (len(works) + 1) - lost(g)
-        for work in works:
-            grant = min_grant(j.tasks, limit, work / j.tasks, due - now_s, div)
-            if grant is not None and best < grant <= top:
-                w = fits(grant) / (len(works) + 1) - lost(grant)
-                if w > best_worth + _EPS:
-                    best, best_worth = grant, w
+        runs = len(works) + 1  # k of the n runs fit: a chance of k / (n + 1)
+        larger = (min_grant(j.tasks, limit, w / j.tasks, due - now_s, div) for w in works)
+        best, best_worth = g, -math.inf
+        for grant in sorted({g} | {x for x in larger if x is not None and g < x <= top}):
+            lost = _hold_lost(j, est, grant, load, spare, held, now_s, am, div)
+            worth = _fits(j, works, due, now_s, grant, div) / runs - lost
+            if worth > best_worth + _EPS:
+                best, best_worth = grant, worth
         if best > g:
             avail -= best - g
             grants[j.id] = best
-            notes[j.id] = f"{fits(best)} of its {len(works)} history runs fit it, {fits(g)} fit {g}"
+            fit_best, fit_g = (_fits(j, works, due, now_s, x, div) for x in (best, g))
+            notes[j.id] = f"{fit_best} of its {len(works)} history runs fit it, {fit_g} fit {g}"
         bisect.insort(
             held, (now_s + est.overhead_s + waves(j.tasks, best, div) * task_u, best + am)
         )
     return avail
 
 
-def _fitting(
-    j: WaitingJob, works: Sequence[float], due: float, now_s: float, div: bool
-) -> Callable[[int], int]:
-    """How many of ``works`` (ascending) a grant finishes by ``due``."""
-
-    def fits(grant: int) -> int:
-        fit = (due - now_s) * j.tasks / waves(j.tasks, grant, div)
-        return bisect.bisect_right(works, fit * (1 + 1e-12))
-
-    return fits
+def _fits(
+    j: WaitingJob, works: Sequence[float], due: float, now_s: float, grant: int, div: bool
+) -> int:
+    """How many of ``works`` (ascending) ``grant`` vcores finish by ``due`` from ``now_s``."""
+    fit = (due - now_s) * j.tasks / waves(j.tasks, grant, div)
+    return bisect.bisect_right(works, fit * (1 + 1e-12))
 
 
-def _hold_cost(
+def _hold_lost(
     j: WaitingJob,
     est: Estimate,
-    load: Load,
-    spare: int,
+    grant: int,
+    load: Load | None,
+    avail: int,
     held: list[tuple[float, int]],
     now_s: float,
     am: int,
     div: bool,
-) -> Callable[[int], float]:
-    """The arrivals a grant of ``j`` crowds out (``_crowded_out``) over its central hold."""
-
-    def lost(grant: int) -> float:
-        hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
-        return _crowded_out(load, spare, held, now_s, grant + am, hold_s)
-
-    return lost
+) -> float:
+    """The arrivals that ``grant`` vcores for ``j`` crowd out over its central hold
+    (``_crowded_out``; ``avail``: what is free beside it now)."""
+    hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
+    return _crowded_out(load, avail, held, now_s, grant + am, hold_s)
 
 
 class _Try(NamedTuple):
@@ -758,8 +751,7 @@ def _try_at(
         return None
     due = j.deadline_at - est.overhead_s
     g_max = aligned(j.tasks, g_max, div)
-    fit = (due - now_s) * j.tasks / waves(j.tasks, g_max, div)
-    n_fit = bisect.bisect_right(t.works, fit * (1 + 1e-12))
+    n_fit = _fits(j, t.works, due, now_s, g_max, div)
     if n_fit == 0:
         return None
     p = n_fit / len(t.works)
@@ -818,8 +810,7 @@ def _tries(
         chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price, div)
         if chosen is not None:
             g, p = chosen
-            hold_s = waves(j.tasks, g, div) * est.point / j.tasks
-            if _crowded_out(load, avail, held, now_s, g + am, hold_s) >= p:
+            if _hold_lost(j, est, g, load, avail, held, now_s, am, div) >= p:
                 chosen = None
         if chosen is None:
             queued.append(_queued(j, est, t.lst, f"vcores free enough to try it ({t.why})"))
