@@ -34,6 +34,16 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
+def _stuck(proc: subprocess.Popen[bytes]) -> str:
+    """What is left of a script that did not stop, then its output (killing it to read that)."""
+    ps = subprocess.run(
+        ["ps", "-o", "pid,stat,etime,args", "-g", str(proc.pid)], capture_output=True, text=True
+    ).stdout
+    os.killpg(proc.pid, signal.SIGKILL)
+    out = proc.communicate()[0].decode(errors="replace")
+    return f"{ps}--- its output:\n{out[-4000:]}"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_quickstart_stops_its_sidecar_on_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
     port = free_port()
@@ -44,7 +54,11 @@ def test_quickstart_stops_its_sidecar_on_a_signal(tmp_path: Path, sig: signal.Si
         assert token.startswith("ysc_")
         assert (tmp_path / "work" / "operator.token").stat().st_mode & 0o077 == 0
         proc.send_signal(sig)  # to the script only, as a supervisor would
-        assert proc.wait(timeout=30) == 128 + int(sig)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"quickstart still running 30 s after {sig.name}:\n{_stuck(proc)}")
+        assert code == 128 + int(sig)
         # and the sidecar it started is gone with it: nothing answers on its port any more
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://127.0.0.1:{port}/health", timeout=2)
