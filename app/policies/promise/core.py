@@ -502,8 +502,7 @@ def admit(
                 continue
             admitted.append((j, est, limit, g))
             avail -= g + am
-            end = now_s + est.overhead_s + waves(j.tasks, g, div) * task_u
-            bisect.insort(held, (end, g + am))
+            bisect.insort(held, _release(j, est, g, now_s, am, div))
             continue
         if reservation is None:
             # the first job that does not fit now: its expected start once running jobs end
@@ -634,8 +633,7 @@ def _top_up(
             continue
         works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
         due = j.deadline_at - est.overhead_s
-        task_u = est.upper / j.tasks
-        held.remove((now_s + est.overhead_s + waves(j.tasks, g, div) * task_u, g + am))
+        held.remove(_release(j, est, g, now_s, am, div))
         spare = avail + g + am  # free without this job
         runs = len(works) + 1  # k of the n runs fit: a chance of k / (n + 1)
         larger = (min_grant(j.tasks, limit, w / j.tasks, due - now_s, div) for w in works)
@@ -650,10 +648,16 @@ def _top_up(
             grants[j.id] = best
             fit_best, fit_g = (_fits(j, works, due, now_s, x, div) for x in (best, g))
             notes[j.id] = f"{fit_best} of its {len(works)} history runs fit it, {fit_g} fit {g}"
-        bisect.insort(
-            held, (now_s + est.overhead_s + waves(j.tasks, best, div) * task_u, best + am)
-        )
+        bisect.insort(held, _release(j, est, best, now_s, am, div))
     return avail
+
+
+def _release(
+    j: WaitingJob, est: Estimate, g: int, now_s: float, am: int, div: bool
+) -> tuple[float, int]:
+    """``(bounded end, vcores)`` of ``j`` promised ``g`` vcores now: its entry in a round's
+    release timeline, built one way wherever it is added or taken out."""
+    return (now_s + est.overhead_s + waves(j.tasks, g, div) * (est.upper / j.tasks), g + am)
 
 
 def _fits(
