@@ -395,7 +395,7 @@ class Cluster:
         """Recompute fair shares once, after all events at the current instant."""
         if not self._replan_pending:
             self._replan_pending = True
-            self.engine.schedule(self.engine.now, self._replan, PRIORITY_REPLAN)
+            self.engine.defer(self._replan, PRIORITY_REPLAN)
 
     def advance(self) -> None:
         """Drain work and integrate usage from the last update to now."""

@@ -5,6 +5,9 @@ The PYTHIA/Justice evaluation ran on a SimPy-based simulator; this is the same c
 at the same instant run in priority order and then in scheduling order, which makes every run
 deterministic. Cancellation is lazy (a cancelled event stays in the heap and is skipped) because
 re-heapifying on every cancel would cost O(n) and the cluster model re-plans completions often.
+A fair-share re-plan asked for at the current instant (``defer``) bypasses the heap when nothing
+else is due at that instant, which in the task model is after nearly every task end; it runs where
+the heap would have run it and counts as an event all the same.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Engine:
         self._now = start
         self._heap: list[tuple[float, int, int, Event]] = []
         self._seq = itertools.count()
+        self._deferred: list[tuple[float, int, int, Event]] = []
         self.processed = 0
 
     @property
@@ -57,15 +61,38 @@ class Engine:
 
     def schedule(self, at: float, action: Callable[[], None], priority: int = 1) -> Event:
         """Run ``action`` at absolute time ``at`` (never earlier than ``now``)."""
-        if math.isnan(at):
-            raise ValueError("event time is NaN")
-        when = max(at, self._now)
-        event = Event(when, priority, next(self._seq), action)
-        heapq.heappush(self._heap, (when, priority, event.seq, event))
+        when = at
+        if not when > self._now:  # now or earlier (runs now), or NaN (refused)
+            if math.isnan(when):
+                raise ValueError("event time is NaN")
+            when = self._now
+        seq = next(self._seq)
+        event = Event(when, priority, seq, action)
+        heapq.heappush(self._heap, (when, priority, seq, event))
         return event
+
+    def defer(self, action: Callable[[], None], priority: int) -> Event:
+        """``schedule(now, action, priority)``, for an event that must follow every event due
+        at this instant before it (a fair-share re-plan after all of an instant's completions).
+
+        It enters the heap only if the running event leaves another one due now; otherwise
+        nothing else can run before it and ``step`` runs it straight after the running event.
+        A simulation with one per task end (the task model) saves a heap push and pop each.
+        """
+        event = Event(self._now, priority, next(self._seq), action)
+        self._deferred.append((self._now, priority, event.seq, event))
+        return event
+
+    def _flush(self) -> None:
+        # Deferred from outside a step (a cluster driven directly, as tests do): into the heap.
+        for entry in self._deferred:
+            heapq.heappush(self._heap, entry)
+        self._deferred.clear()
 
     def peek(self) -> float:
         """Time of the next live event, or ``inf`` when nothing is pending."""
+        if self._deferred:
+            self._flush()
         heap = self._heap
         while heap and heap[0][3].cancelled:
             heapq.heappop(heap)
@@ -73,6 +100,8 @@ class Engine:
 
     def step(self) -> bool:
         """Run the next live event; False when the heap is empty."""
+        if self._deferred:
+            self._flush()
         heap = self._heap
         while heap:
             when, _, _, event = heapq.heappop(heap)
@@ -81,6 +110,17 @@ class Engine:
             self._now = when
             self.processed += 1
             event.action()
+            deferred = self._deferred
+            while deferred:
+                # Events order by (time, priority, seq), so when an entry joins the heap does
+                # not change when it runs; one with nothing else due now can run at once.
+                if len(deferred) == 1 and (not heap or heap[0][0] > when):
+                    entry = deferred.pop()[3]
+                    if not entry.cancelled:
+                        self.processed += 1
+                        entry.action()
+                    continue
+                self._flush()
             return True
         return False
 
@@ -90,11 +130,15 @@ class Engine:
         With ``until`` the clock ends at ``until`` even if the last event came earlier, like
         SimPy's ``run(until=...)``.
         """
-        limit = math.inf if until is None else until
+        if until is None:
+            while self.step():
+                pass
+            return
+        limit = until
         while True:
             nxt = self.peek()
             if nxt == math.inf or nxt > limit:
                 break
             self.step()
-        if until is not None and until > self._now:
+        if until > self._now:
             self._now = until

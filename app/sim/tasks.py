@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from app.sim.cluster import Cluster, ClusterSpec
+from app.sim.cluster import PRIORITY_REPLAN, Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_COMPLETION, Engine, Event
 from app.sim.jobs import JobRun, Status
 
@@ -131,8 +131,9 @@ class TaskCluster(Cluster):
         if dt <= 0:
             return
         integral = self.used_integral
-        for q, (g, r) in enumerate(zip(self._granted_by_q, self._running_by_q, strict=True)):
-            integral[q] += (g + r) * dt
+        granted_by_q, running_by_q = self._granted_by_q, self._running_by_q
+        for q in range(len(integral)):
+            integral[q] += (granted_by_q[q] + running_by_q[q]) * dt
         self.busy_integral += (self.granted + self.fs_running) * dt
         self._last = now
 
@@ -192,18 +193,28 @@ class TaskCluster(Cluster):
     def _replan(self) -> None:
         # Only free containers are handed out: nothing running is ever taken away. YARN hands
         # them out one at a time; a run of containers that the one-at-a-time rule would give to
-        # the same queue (and inside it to the same job) is handed out in one step.
+        # the same queue (and inside it to the same job) is handed out in one step. This runs
+        # once per task end in a busy cluster, so the queue and job tests are written out here
+        # rather than called (``_open``, ``_pick_queue`` and ``_pick_job`` say the same).
         self.advance()
         self._replan_pending = False
-        free = self.free
+        free = self.capacity - self.granted - self.fs_running
         if free <= 0:
             return
-        wanting = [q for q in range(len(self.queues)) if self._open(q)]
+        cap, max_shares = self.capacity, self.max_shares
+        granted_by_q, running_by_q = self._granted_by_q, self._running_by_q
+        wanting = [
+            q
+            for q in range(len(self._heaps))
+            if math.floor(max_shares[q] * cap - (granted_by_q[q] + running_by_q[q]) + _EPS) >= 1
+            and self._head(q) is not None
+        ]
         q, run = -1, 0  # the queue picked and the containers left of its run
         while wanting:
             if len(wanting) == 1:
                 q = wanting[0]
-                run = min(free, self._room(q))
+                room = self._room(q)
+                run = free if free < room else room
             elif not run:
                 q, run = self._pick_queue(wanting, free)
             state, width = self._pick_job(q, run)
@@ -235,9 +246,17 @@ class TaskCluster(Cluster):
     def _pick_queue(self, wanting: list[int], free: int) -> tuple[int, int]:
         """The queue a free container goes to, and how many containers in a row it would get
         one at a time before another wanting queue comes first (each one raises its use)."""
-        keys = sorted(self._order(q, self.used_of(q)) for q in wanting)
-        q, rival = keys[0][1], keys[1]
-        used, top = self.used_of(q), self.max_shares[q] * self.capacity
+        granted_by_q, running_by_q = self._granted_by_q, self._running_by_q
+        first = second = None
+        for w in wanting:  # the two smallest keys, without sorting them all
+            key = self._order(w, granted_by_q[w] + running_by_q[w])
+            if first is None or key < first:
+                first, second = key, first
+            elif second is None or key < second:
+                second = key
+        assert first is not None and second is not None  # two or more queues want
+        q, rival = first[1], second
+        used, top = granted_by_q[q] + running_by_q[q], self.max_shares[q] * self.capacity
         run = 1
         while run < free:
             after = used + run
@@ -249,8 +268,17 @@ class TaskCluster(Cluster):
     def _head(self, q: int) -> _HeapEntry | None:
         heap = self._heaps[q]
         while heap:
-            if self._valid(heap[0]):
-                return heap[0]
+            # A push follows every change of a job's counts, so the entry carrying the job's
+            # current version is its only valid one (``_valid``, inlined: once per task end).
+            entry = heap[0]
+            state = entry[3]
+            if (
+                state.version == entry[2]
+                and state.live
+                and state.todo > 0
+                and state.running < state.run.max_cpus
+            ):
+                return entry
             heapq.heappop(heap)
         return None
 
@@ -270,18 +298,21 @@ class TaskCluster(Cluster):
         containers in a row the one-at-a-time rule would give it before another job of the
         queue comes first."""
         state = heapq.heappop(self._heaps[q])[3]
-        width = min(limit, state.todo, state.run.max_cpus - state.running)
+        running = state.running
+        width = min(limit, state.todo, state.run.max_cpus - running)
         nxt = self._head(q)
         if nxt is not None:
-            width = min(width, nxt[0] - state.running + (1 if state.seq < nxt[1] else 0))
-        return state, max(1, width)
+            width = min(width, nxt[0] - running + (1 if state.seq < nxt[1] else 0))
+        return state, width if width > 1 else 1
 
     def _assign(self, state: _TaskState, width: int) -> None:
-        now = self.engine.now
-        state.running += width
+        engine = self.engine
+        now = engine.now
+        running = state.running = state.running + width
         state.todo -= width
         state.version += 1
-        self.pool.rate[self.pool.slot[id(state.run)]] = state.running
+        pool = self.pool
+        pool.rate[pool.slot[id(state.run)]] = running
         self.fs_running += width
         self._running_by_q[state.q] += width
         end = now + state.task_s
@@ -290,33 +321,37 @@ class TaskCluster(Cluster):
             wave.width += width
         else:
             ender = partial(self._wave_done, state, end)
-            event = self.engine.schedule(end, ender, PRIORITY_COMPLETION)
+            event = engine.schedule(end, ender, PRIORITY_COMPLETION)
             state.waves[end] = _Wave(width, now, event)
         self._push(state)
 
     def _wave_done(self, state: _TaskState, end: float) -> None:
         self.advance()
-        wave = state.waves.pop(end)
-        state.done += wave.width
+        width = state.waves.pop(end).width
+        state.done += width
         state.version += 1
-        self._release_fair(state, wave.width)
-        state.running -= wave.width
+        self.fs_running -= width
+        self._running_by_q[state.q] -= width
+        state.running -= width
         run = state.run
         if state.done == run.job.tasks:
             self._forget(state)
             run.consumed = run.job.work
             self._end(run, _outcome(run, self.engine.now))
         else:
-            self.pool.rate[self.pool.slot[id(run)]] = state.running
+            pool = self.pool
+            pool.rate[pool.slot[id(run)]] = state.running
             self._push(state)
-        self.request_replan()
+        if not self._replan_pending:  # ``request_replan``
+            self._replan_pending = True
+            self.engine.defer(self._replan, PRIORITY_REPLAN)
 
     def _release_fair(self, state: _TaskState, containers: int) -> None:
         self.fs_running -= containers
         self._running_by_q[state.q] -= containers
 
     def _push(self, state: _TaskState) -> None:
-        if self._wants(state):
+        if state.todo > 0 and state.running < state.run.max_cpus:  # ``_wants``
             heap = self._heaps[state.q]
             heapq.heappush(heap, (state.running, state.seq, state.version, state))
             if len(heap) > 4 * len(self._state) + 64:
