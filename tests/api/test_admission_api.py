@@ -147,3 +147,24 @@ async def test_a_choice_stored_before_a_parameter_existed_takes_the_settings_val
     assert (body["policy"], body["source"]) == ("promise", "operator")
     params = body["params"]
     assert (params["quantile"], params["startup_s"], params["am_containers"]) == (0.9, 7.0, 2)
+
+
+async def test_a_reader_with_an_older_snapshot_leaves_the_policy_the_service_runs_alone(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reads of the stored choice outside the admission lock (a job, the policy, the estimator)
+    # may come from a snapshot taken just before a ``PUT /admission`` committed; what the
+    # service remembers as its policy (recorded on a cancellation, say) must stay the new one.
+    h = served.as_("ops")
+    r = await served.anon.put("/admission", json={"policy": "pythia"}, headers=h)
+    assert r.status_code == 200
+    job = (await served.anon.post("/jobs", json=_job("a"), headers=h)).json()
+    assert job["decision"]["policy"] == "pythia"
+    with monkeypatch.context() as m:
+        m.setattr(jobs_repo, "admission_setting", lambda session, cluster: None)  # not yet stored
+        for path in (f"/jobs/{job['id']}", "/admission", "/estimator"):
+            assert (await served.anon.get(path, headers=h)).status_code == 200, path
+    r = await served.anon.delete(f"/jobs/{job['id']}", headers=h)
+    assert r.status_code in (200, 202), r.text
+    steps = (await served.anon.get(f"/jobs/{job['id']}", headers=h)).json()["decisions"]
+    assert [(s["action"], s["policy"]) for s in steps][-1] == ("cancel", "pythia")

@@ -109,7 +109,7 @@ def _out(cfg: AdmissionConfig, source: str) -> AdmissionOut:
 
 def _read(service: AdmissionService) -> tuple[AdmissionConfig, str]:
     with service.sessions() as session:
-        return service.current_cfg(session), service.policy_source(session)
+        return service.peek_cfg(session), service.policy_source(session)
 
 
 @router.get(

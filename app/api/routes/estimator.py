@@ -30,7 +30,7 @@ router = APIRouter(tags=["jobs"])
 def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
     """The estimator's current state and the active admission policy."""
     if state.admission is not None:
-        cfg = state.admission.current_cfg(session)  # ``PUT /admission`` may have changed it
+        cfg = state.admission.peek_cfg(session)  # ``PUT /admission`` may have changed it
     else:
         cfg = config_from_settings(state.settings)
     row = jobs_repo.read_estimator(session)

@@ -274,7 +274,7 @@ def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
     with state.sessions() as session:
         # The policy of the next round (``PUT /admission`` may have changed it on any replica).
         if state.admission is not None:
-            cfg = state.admission.current_cfg(session)
+            cfg = state.admission.peek_cfg(session)
         else:
             cfg = config_from_settings(state.settings)
         row = jobs_repo.get_job(session, job_id)
