@@ -84,7 +84,8 @@ class Engine:
         return event
 
     def _flush(self) -> None:
-        # Deferred from outside a step (a cluster driven directly, as tests do): into the heap.
+        # Into the heap: deferred from outside a step (a cluster driven directly, as tests do),
+        # or several deferred by one event.
         for entry in self._deferred:
             heapq.heappush(self._heap, entry)
         self._deferred.clear()

@@ -194,8 +194,8 @@ class TaskCluster(Cluster):
         # Only free containers are handed out: nothing running is ever taken away. YARN hands
         # them out one at a time; a run of containers that the one-at-a-time rule would give to
         # the same queue (and inside it to the same job) is handed out in one step. This runs
-        # once per task end in a busy cluster, so the queue and job tests are written out here
-        # rather than called (``_open``, ``_pick_queue`` and ``_pick_job`` say the same).
+        # once per task end in a busy cluster, so the first look at which queues are open is
+        # written out here (``_open`` says the same) rather than called per queue.
         self.advance()
         self._replan_pending = False
         free = self.capacity - self.granted - self.fs_running
@@ -205,7 +205,7 @@ class TaskCluster(Cluster):
         granted_by_q, running_by_q = self._granted_by_q, self._running_by_q
         wanting = [
             q
-            for q in range(len(self._heaps))
+            for q in range(len(self.queues))
             if math.floor(max_shares[q] * cap - (granted_by_q[q] + running_by_q[q]) + _EPS) >= 1
             and self._head(q) is not None
         ]

@@ -1,4 +1,5 @@
-"""Engine: time order, deterministic ties (priority, then scheduling order), run(until), cancel."""
+"""Engine: time order, deterministic ties (priority, then scheduling order), run(until), cancel,
+and deferred same-instant events run where scheduled ones would."""
 
 from __future__ import annotations
 
