@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from app.sim.cluster import PRIORITY_REPLAN, Cluster, ClusterSpec
+from app.sim.cluster import Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_COMPLETION, Engine, Event
 from app.sim.jobs import JobRun, Status
 
@@ -332,8 +332,7 @@ class TaskCluster(Cluster):
         width = state.waves.pop(end).width
         state.done += width
         state.version += 1
-        self.fs_running -= width
-        self._running_by_q[state.q] -= width
+        self._release_fair(state, width)
         state.running -= width
         run = state.run
         if state.done == run.job.tasks:
@@ -344,16 +343,14 @@ class TaskCluster(Cluster):
             pool = self.pool
             pool.rate[pool.slot[id(run)]] = state.running
             self._push(state)
-        if not self._replan_pending:  # ``request_replan``
-            self._replan_pending = True
-            self.engine.defer(self._replan, PRIORITY_REPLAN)
+        self.request_replan()
 
     def _release_fair(self, state: _TaskState, containers: int) -> None:
         self.fs_running -= containers
         self._running_by_q[state.q] -= containers
 
     def _push(self, state: _TaskState) -> None:
-        if state.todo > 0 and state.running < state.run.max_cpus:  # ``_wants``
+        if self._wants(state):
             heap = self._heaps[state.q]
             heapq.heappush(heap, (state.running, state.seq, state.version, state))
             if len(heap) > 4 * len(self._state) + 64:

@@ -637,17 +637,20 @@ def _top_up(
         spare = avail + g + am  # free without this job
         runs = len(works) + 1  # k of the n runs fit: a chance of k / (n + 1)
         larger = (min_grant(j.tasks, limit, w / j.tasks, due - now_s, div) for w in works)
+        candidates = sorted({g} | {x for x in larger if x is not None and g < x <= top})
+        fitting = {x: _fits(j, works, due, now_s, x, div) for x in candidates}
         best, best_worth = g, -math.inf
-        for grant in sorted({g} | {x for x in larger if x is not None and g < x <= top}):
+        for grant in candidates:
             lost = _hold_lost(j, est, grant, load, spare, held, now_s, am, div)
-            worth = _fits(j, works, due, now_s, grant, div) / runs - lost
+            worth = fitting[grant] / runs - lost
             if worth > best_worth + _EPS:
                 best, best_worth = grant, worth
         if best > g:
             avail -= best - g
             grants[j.id] = best
-            fit_best, fit_g = (_fits(j, works, due, now_s, x, div) for x in (best, g))
-            notes[j.id] = f"{fit_best} of its {len(works)} history runs fit it, {fit_g} fit {g}"
+            notes[j.id] = (
+                f"{fitting[best]} of its {len(works)} history runs fit it, {fitting[g]} fit {g}"
+            )
         bisect.insort(held, _release(j, est, best, now_s, am, div))
     return avail
 
