@@ -7,29 +7,33 @@ kill) never overwrite each other's step, on one process or several.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVarTuple
+from typing import Any, TypeVarTuple, cast
 
 from sqlalchemy import (
     CursorResult,
+    Insert,
     Row,
     Select,
+    Table,
     Text,
     and_,
     bindparam,
     case,
     false,
     func,
+    insert,
     or_,
     select,
     update,
 )
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.selectable import ScalarSelect
 
 from app.db.jobs_models import (
     AdmissionSetting,
@@ -38,7 +42,7 @@ from app.db.jobs_models import (
     Job,
     JobDecision,
 )
-from app.db.models import Application, Cluster, ClusterSample
+from app.db.models import Application, Base, Cluster, ClusterSample, Decision
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES
 from app.domain.tags import (
@@ -87,13 +91,18 @@ def lock_estimator(session: Session, now_ms: int) -> EstimatorStateRow:
     return row
 
 
+# Built once: every submission batch runs it, and building a statement costs more than the
+# database takes to answer it.
+_SELECT_ESTIMATOR = (
+    select(EstimatorStateRow)
+    .where(EstimatorStateRow.id == ESTIMATOR_ID)
+    .with_for_update()
+    .execution_options(populate_existing=True)
+)
+
+
 def _select_estimator(session: Session) -> EstimatorStateRow | None:
-    return session.scalar(
-        select(EstimatorStateRow)
-        .where(EstimatorStateRow.id == ESTIMATOR_ID)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
+    return session.scalar(_SELECT_ESTIMATOR)
 
 
 def save_estimator(
@@ -143,12 +152,6 @@ def cluster_id(session: Session, cluster_name: str) -> int | None:
     return session.scalar(select(Cluster.id).where(Cluster.name == cluster_name))
 
 
-def cluster_id_of(cluster_name: str) -> ScalarSelect[int]:
-    """``cluster_id`` as a subquery, to write into a row's column in its own insert (NULL when
-    the poller has not created the cluster)."""
-    return select(Cluster.id).where(Cluster.name == cluster_name).scalar_subquery()
-
-
 # ---- jobs --------------------------------------------------------------------------------------
 
 
@@ -169,6 +172,20 @@ def job_by_key(session: Session, key: str) -> Job | None:
     return session.scalar(select(Job).where(Job.idempotency_key == key))
 
 
+_FIRST_DECISION = (
+    select(func.min(JobDecision.id))
+    .where(JobDecision.job_id == Job.id)
+    .correlate(Job)
+    .scalar_subquery()
+)
+# Built once, as ``_SELECT_ESTIMATOR``: the lookup every submission batch makes.
+_JOBS_BY_KEYS = (
+    select(Job, JobDecision)
+    .outerjoin(JobDecision, JobDecision.id == _FIRST_DECISION)
+    .where(Job.idempotency_key.in_(bindparam("keys", expanding=True)))
+)
+
+
 def jobs_by_keys(
     session: Session, keys: Collection[str]
 ) -> dict[str, tuple[Job, JobDecision | None]]:
@@ -176,19 +193,8 @@ def jobs_by_keys(
     answers), in one query: a batch of submissions looks up all its keys at once."""
     if not keys:
         return {}
-    first = (
-        select(func.min(JobDecision.id))
-        .where(JobDecision.job_id == Job.id)
-        .correlate(Job)
-        .scalar_subquery()
-    )
-    stmt = (
-        select(Job, JobDecision)
-        .outerjoin(JobDecision, JobDecision.id == first)
-        .where(Job.idempotency_key.in_(sorted(keys)))
-    )
     out: dict[str, tuple[Job, JobDecision | None]] = {}
-    for job, decision in session.execute(stmt):
+    for job, decision in session.execute(_JOBS_BY_KEYS, {"keys": sorted(keys)}):
         assert job.idempotency_key is not None  # matched by it
         out[job.idempotency_key] = (job, decision)
     return out
@@ -353,18 +359,23 @@ def holding_inputs(session: Session) -> tuple[list[justice.RunningJob], int]:
     return running, count
 
 
+# Built once, as ``_SELECT_ESTIMATOR``: a submission's incremental round reads it.
+_HOLDING_JOBS = (
+    select(*_ADMISSION_COLUMNS)
+    .where(Job.state.in_(list(HOLDING_STATES)))
+    .order_by(Job.submitted_ms, Job.id)
+)
+
+
 def holding_jobs(session: Session) -> list[justice.RunningJob]:
     """The CPU-holding jobs alone (``holding_inputs`` without the count): what a submission's
     incremental round reads, whose cost must not grow with the queue (counting 10,000 queued
     rows took 2 to 3 ms of every submission batch on PostgreSQL)."""
-    stmt = (
-        select(*_ADMISSION_COLUMNS)
-        .where(Job.state.in_(list(HOLDING_STATES)))
-        .order_by(Job.submitted_ms, Job.id)
-    )
     return [
         _running(job_id, tasks, deadline_s, submitted_ms, cpus)
-        for job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(session, stmt)
+        for job_id, _state, tasks, deadline_s, submitted_ms, cpus in _plain_rows(
+            session, _HOLDING_JOBS
+        )
     ]
 
 
@@ -467,9 +478,125 @@ def add_decision(session: Session, decision: JobDecision) -> JobDecision:
 
 
 def add_decisions(session: Session, decisions: Sequence[JobDecision]) -> None:
-    """Append several decisions in one flush (one multi-row insert), ids in this order."""
-    session.add_all(decisions)
+    """Append several decisions in one statement, ids in this order (``insert_new``: they stay
+    out of the session)."""
+    insert_new(session, decisions)
+
+
+def insert_jobs(session: Session, jobs: Sequence[Job]) -> None:
+    """Insert new jobs in one statement (``insert_new``); a used idempotency key fails here."""
+    insert_new(session, jobs)
+
+
+# The round's cluster id looked up in the insert itself: one round trip less per round.
+_ROUND_CLUSTER = select(Cluster.id).where(Cluster.name == bindparam("round_cluster"))
+_INSERT_ROUND = insert(cast(Table, Decision.__table__)).values(
+    cluster_id=_ROUND_CLUSTER.scalar_subquery()
+)
+
+
+def add_round(session: Session, cluster_name: str, row: Decision) -> int:
+    """Insert an admission round's audit row for ``cluster_name`` (its ``cluster_id`` NULL when
+    the poller has not created the cluster) and return its id, which is set on ``row`` too."""
+    values = _insert_values(row)
+    del values["cluster_id"]
     session.flush()
+    result = session.connection().execute(_INSERT_ROUND, {**values, "round_cluster": cluster_name})
+    row.id = _new_id(result)
+    return row.id
+
+
+# ---- inserts through Core ----------------------------------------------------------------------
+# A submission batch inserts its jobs, its round's audit row and their decisions. Through the ORM
+# that is two unit-of-work flushes, which took about as much CPU as the rest of the batch's
+# statements together; the rows are new and nothing in the transaction reads them back through
+# the session, so they go through Core.
+
+
+def insert_new(session: Session, rows: Sequence[Base]) -> None:
+    """Insert new objects of one mapped class in one statement, after the session's pending
+    changes (flushed first, for the rows these refer to). The objects stay out of the session:
+    the caller keeps them as what was stored (``_insert_values``), autoincrement ids included."""
+    if not rows:
+        return
+    session.flush()
+    cls = type(rows[0])
+    table = cast(Table, cls.__table__)
+    key = table.autoincrement_column
+    values = [_insert_values(r) for r in rows]
+    conn = session.connection()
+    if key is None:
+        conn.execute(_insert_of(table), values)
+    elif conn.dialect.insert_executemany_returning_sort_by_parameter_order:
+        returned = conn.execute(_insert_returning(table), values)
+        for row, (new_id,) in zip(rows, returned, strict=True):
+            setattr(row, key.key, new_id)
+    else:  # a SQLite before 3.35 has no RETURNING: one statement a row
+        for row, one in zip(rows, values, strict=True):
+            setattr(row, key.key, _new_id(conn.execute(_insert_of(table), one)))
+
+
+def _new_id(result: CursorResult[Any]) -> int:
+    """The autoincrement id a one-row INSERT gave."""
+    key = result.inserted_primary_key
+    assert key is not None  # an INSERT's result
+    return int(key[0])
+
+
+@functools.cache
+def _insert_of(table: Table) -> Insert:
+    return insert(table)
+
+
+@functools.cache
+def _insert_returning(table: Table) -> Insert:
+    """``table``'s INSERT, returning its autoincrement ids in the order of the rows given."""
+    key = table.autoincrement_column
+    assert key is not None
+    return insert(table).returning(key, sort_by_parameter_order=True)
+
+
+_Default = Callable[[], Any]
+
+
+@functools.cache
+def _insert_plan(cls: type[Base]) -> tuple[tuple[str, _Default | None], ...]:
+    """Per column attribute but an autoincrement key: its name and its Python-side default."""
+    table = cast(Table, cls.__table__)
+    plan: list[tuple[str, _Default | None]] = []
+    for prop in sa_inspect(cls).column_attrs:
+        column = prop.columns[0]
+        if column is table.autoincrement_column:
+            continue
+        default = column.default
+        make: _Default | None = None
+        if default is not None and getattr(default, "is_callable", False):
+            make = functools.partial(default.arg, None)  # wrapped to take an execution context
+        elif default is not None and getattr(default, "is_scalar", False):
+            make = functools.partial(_same, default.arg)
+        plan.append((prop.key, make))
+    return tuple(plan)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _insert_values(row: Base) -> dict[str, Any]:
+    """``row``'s columns as its INSERT takes them. A column never set gets its default set on
+    the object first, as a flush would, so the object shows what was stored; every row of a
+    class has the same keys, which one statement for many rows needs."""
+    given = row.__dict__
+    values: dict[str, Any] = {}
+    for key, make in _insert_plan(type(row)):
+        if key in given:
+            values[key] = given[key]
+        elif make is not None:
+            values[key] = value = make()
+            setattr(row, key, value)
+        else:
+            values[key] = None
+    return values
 
 
 def decisions_of(session: Session, job_id: str) -> list[JobDecision]:
@@ -656,9 +783,16 @@ def observations(session: Session, limit: int = 100) -> list[EstimatorObservatio
 # ---- the admission policy chosen at run time -----------------------------------------------------
 
 
+_ADMISSION_SETTING = select(AdmissionSetting).where(
+    AdmissionSetting.cluster_name == bindparam("name")
+)
+
+
 def admission_setting(session: Session, cluster_name: str) -> AdmissionSetting | None:
     """The operator's admission policy for the cluster, or ``None`` (use the settings)."""
-    return session.get(AdmissionSetting, cluster_name)
+    # A built select rather than ``session.get``: every round reads it in a fresh session,
+    # where the identity map holds nothing to look up first.
+    return session.scalar(_ADMISSION_SETTING, {"name": cluster_name})
 
 
 def save_admission_setting(

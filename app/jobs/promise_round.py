@@ -198,7 +198,6 @@ def promise_round(
                 recorded.append(d)
     if recorded:
         row = Decision(
-            cluster_id=jobs_repo.cluster_id(session, cfg.cluster_name),
             created_ms=now_ms,
             kind="admission",
             policy=policy.name,
@@ -209,9 +208,7 @@ def promise_round(
             status="decided",
             reason=f"{trigger}: " + ", ".join(f"{d.action} {d.job_id}" for d in recorded[:20]),
         )
-        session.add(row)
-        session.flush()
-        result.round_id = row.id
+        result.round_id = jobs_repo.add_round(session, cfg.cluster_name, row)
     rows = [
         JobDecision(
             **submitter(principals, d.job_id),

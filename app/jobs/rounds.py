@@ -343,8 +343,8 @@ def admission_round(
             else id(d) in taken
         )
     ]
-    # Inserted with their decisions applied, by the flush that records the round.
-    _store(session, list(unstored.values()), flush=False)
+    # Inserted with their decisions applied, before the round's record that refers to them.
+    jobs_repo.insert_jobs(session, list(unstored.values()))
     record_applied(session, cfg, result, numbers, now_ms, trigger, wanted, requester, principals)
     return result
 
@@ -416,13 +416,12 @@ def record_applied(
             result.requester_decision = job_decision
 
 
-def _store(session: Session, new_jobs: Sequence[Job], *, flush: bool = True) -> None:
-    """Add the round's new rows to the session (``flush``: insert them now, in one statement,
-    for a round that reads them back)."""
+def _store(session: Session, new_jobs: Sequence[Job]) -> None:
+    """Add the round's new rows to the session and insert them now, in one statement, for a
+    round that reads them back."""
     if new_jobs:
         session.add_all(new_jobs)
-        if flush:
-            session.flush()
+        session.flush()
 
 
 def _incremental(
@@ -552,8 +551,6 @@ def _record_round(
 ) -> int:
     counts = {a: sum(d.action == a for d in recorded) for a in ("admit", "queue", "drop", "kill")}
     row = Decision(
-        # In the insert itself rather than read first: one round trip less per round.
-        cluster_id=jobs_repo.cluster_id_of(cfg.cluster_name),
         created_ms=now_ms,
         kind="admission",
         policy=cfg.params.variant,
@@ -564,9 +561,7 @@ def _record_round(
         status="decided",
         reason=f"{trigger}: " + ", ".join(f"{n} {a}" for a, n in counts.items() if n),
     )
-    session.add(row)
-    session.flush()
-    return row.id
+    return jobs_repo.add_round(session, cfg.cluster_name, row)
 
 
 def _params_dict(params: JusticeParams) -> dict[str, Any]:
