@@ -37,6 +37,7 @@ from app.db.models import Application, ClusterSample, Decision, Queue, QueueSamp
 from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
+from app.jobs.eta_plans import EtaPlans, QueuedPlan
 from app.jobs.rounds import AdmissionConfig, RoundResult, apply_decisions, capacity, submitter
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
@@ -163,6 +164,11 @@ def promise_round(
     load = arrivals(session, est, cap, now_ms, wanted)
     planner = core.promise_params(values)
     decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
+    if cfg.promise is not None:
+        # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
+        # queued; the others are admitted or dropped once this round commits.
+        queued = {d.job_id: d.to_dict() for d in decisions if d.action == "queue"}
+        result.plan = QueuedPlan(now_ms, dict(cfg.promise), queued)
     numbers = {
         "trigger": trigger,
         "capacity": cap,
@@ -233,31 +239,55 @@ def promise_round(
 
 
 def current_eta(
-    session: Session, cfg: AdmissionConfig, job_id: str, state: str, now_ms: int
+    session: Session,
+    cfg: AdmissionConfig,
+    job_id: str,
+    state: str,
+    now_ms: int,
+    plans: EtaPlans | None = None,
 ) -> dict[str, Any] | None:
-    """A queued job's ETA as the planner sees it now (read-only: nothing applied or recorded);
-    for any other job, the ETA of its last recorded decision."""
+    """A queued job's ETA as the planner sees it now (read-only: nothing applied or recorded),
+    from ``plans``' latest plan while it holds (``app.jobs.eta_plans``); for any other job, the
+    ETA of its last recorded decision."""
     if cfg.promise is None:
         return None
     if state == t.QUEUED:
-        cap = capacity(session, cfg)
-        if cap is not None:
-            values = dict(cfg.promise)
-            params = core.promise_params(values)
-            est = estimator_for(session, values, cap)
-            waiting, running = admission_jobs(session)
-            booked = core.booked_floor(running, params)
-            holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
-            free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
-            load = arrivals(session, est, cap, now_ms)
-            for d in core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load):
-                if d.job_id == job_id:
-                    return d.to_dict()
+        policy = dict(cfg.promise)
+        if plans is None:
+            made = plan_queued(session, cfg, policy, now_ms)
+            eta = None if made is None else made.etas.get(job_id)
+        else:
+            eta = plans.eta(
+                job_id, policy, now_ms, lambda: plan_queued(session, cfg, policy, now_ms)
+            )
+        if eta is not None:
+            return eta
     for row in reversed(jobs_repo.decisions_of(session, job_id)):
         eta = (row.numbers or {}).get("eta")
         if isinstance(eta, dict):
             return eta
     return None
+
+
+def plan_queued(
+    session: Session, cfg: AdmissionConfig, values: dict[str, Any], now_ms: int
+) -> QueuedPlan | None:
+    """What the planner says now of every queued job (read-only); None while the capacity is
+    unknown."""
+    cap = capacity(session, cfg)
+    if cap is None:
+        return None
+    params = core.promise_params(values)
+    est = estimator_for(session, values, cap)
+    waiting, running = admission_jobs(session)
+    booked = core.booked_floor(running, params)
+    holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
+    free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
+    load = arrivals(session, est, cap, now_ms)
+    queued = {j.id for j in waiting}
+    decisions = core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load)
+    etas = {d.job_id: d.to_dict() for d in decisions if d.job_id in queued}
+    return QueuedPlan(now_ms, values, etas)
 
 
 def _holdable(session: Session, cfg: AdmissionConfig, cap: int, queue: str) -> int:

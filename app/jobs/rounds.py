@@ -53,6 +53,7 @@ from app.db.jobs_models import EstimatorObservation, Job, JobDecision
 from app.db.models import Application, Decision
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
+from app.jobs.eta_plans import QueuedPlan
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
 from app.policies import registry
 from app.policies.base import AdmissionPolicy
@@ -106,6 +107,8 @@ class RoundResult:
     # Set by rounds of a monotone policy: what the next submission round may assume.
     mark: RoundMark | None = None
     incremental: bool = False
+    # Set by Promise's rounds: the ETAs of the jobs it left queued, for readers (``eta_plans``).
+    plan: QueuedPlan | None = None
 
     @property
     def admitted(self) -> int:

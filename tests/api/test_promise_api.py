@@ -13,12 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from app.db import repo
 from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application, Cluster, ClusterSample
 from app.db.promise_history import job_keys, load_estimator
 from app.db.session import transaction
+from app.jobs import promise_round
 from app.jobs.promise_round import room
 from app.main import create_app
 from app.policies.promise.estimator import EstimatorParams
@@ -35,7 +37,7 @@ def _refuse(request: httpx.Request) -> httpx.Response:
 
 @asynccontextmanager
 async def _client(
-    db: Db, capacity: int = 8, startup_s: float = 10.0
+    db: Db, capacity: int = 8, startup_s: float = 10.0, apps: list[FastAPI] | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(
         database_url=db.url,
@@ -45,6 +47,8 @@ async def _client(
         promise_startup_s=startup_s,
     )
     app = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(_refuse))
+    if apps is not None:
+        apps.append(app)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://sidecar") as client:
@@ -165,6 +169,44 @@ async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -
     assert sigs[report]["ratio_upper"] == pytest.approx(0.125)
     assert sigs["u:al|t:mapreduce"]["samples"] == 6
     assert after["signatures"] == sigs and after["prediction_error"] == before["prediction_error"]
+
+
+async def test_reads_of_queued_jobs_share_the_latest_plan_until_it_is_an_interval_old(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _history(db)
+    plan = promise_round.plan_queued
+    made: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        made.append(1)
+        return plan(*args)
+
+    monkeypatch.setattr(promise_round, "plan_queued", counted)
+    apps: list[FastAPI] = []
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        # Its bound is its whole window on 7 tasks (no start-up prior): with its AM, all 8 vcores.
+        etl = (await client.post("/jobs", json=body(name="etl-2024-03-01", requested_tasks=7)))
+        assert (etl.json()["state"], etl.json()["granted_cpus"]) == ("admitted", 7)
+        # One-task jobs with an hour to go: they wait, with latest starts well ahead.
+        one_task = {"deadline": 3600, "requested_tasks": 1}
+        posted = [
+            (await client.post("/jobs", json=body(name=f"report-{n}", **one_task))).json()
+            for n in (4, 5)
+        ]
+        assert [p["state"] for p in posted] == ["queued", "queued"]
+        # The second submission's round planned both: reading them plans nothing more.
+        details = [(await client.get(f"/jobs/{p['id']}")).json() for p in posted]
+        assert made == []
+        assert [d["eta"]["action"] for d in details] == ["queue", "queue"]
+        assert details[1]["eta"] == posted[1]["eta"]
+        # Once that plan is older than an admission interval, the next read plans anew.
+        apps[0].state.sidecar.admission.eta_plans.max_age_ms = -1
+        again = (await client.get(f"/jobs/{posted[0]['id']}")).json()
+        assert made == [1] and again["eta"]["action"] == "queue"
+        assert again["eta"]["latest_start_s"] == pytest.approx(
+            details[0]["eta"]["latest_start_s"], abs=1.0
+        )
 
 
 def test_room_is_the_guarantee_or_what_the_other_queues_leave_capped_at_the_maximum() -> None:

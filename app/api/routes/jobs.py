@@ -281,7 +281,8 @@ def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
         decisions = [decision_out(d) for d in jobs_repo.decisions_of(session, job_id)]
-        eta = current_eta(session, cfg, job_id, row.state, clock())
+        plans = state.admission.eta_plans if state.admission is not None else None
+        eta = current_eta(session, cfg, job_id, row.state, clock(), plans)
         return JobDetail(**job_out(row).model_dump(), decisions=decisions, eta=eta)
 
 

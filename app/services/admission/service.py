@@ -18,6 +18,7 @@ from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES
 from app.jobs import first_wave, tick_round
+from app.jobs.eta_plans import EtaPlans
 from app.jobs.rounds import (
     AdmissionConfig,
     LearnResult,
@@ -98,6 +99,9 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         # is still a task's duration, only a lower one than the new attempt might show, and the
         # deadline kill still applies.
         self._waves_over: dict[str, int] = {}
+        # The latest plan of the queued jobs' ETAs, for ``GET /jobs/{id}``; admission re-plans at
+        # least once an interval, so a reader may answer from a plan that old.
+        self.eta_plans = EtaPlans(max_age_ms=round(interval_s * 1000))
 
     @property
     def has_harness(self) -> bool:
@@ -202,8 +206,14 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                 first = result.requester_decisions.get(job.id) if result is not None else None
                 out[i] = _replayed(job, first, new)
         if result is not None:
-            self._mark = result.mark
+            self._committed(result)
         return [o for o in out if o is not None]
+
+    def _committed(self, result: RoundResult) -> None:
+        """What the next submission round may assume, and the ETAs readers may answer with."""
+        self._mark = result.mark
+        if result.plan is not None:
+            self.eta_plans.remember(result.plan)
 
     def _replay(self, new: NewJob) -> Submitted | None:
         assert new.idempotency_key is not None
@@ -330,7 +340,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         with self._db_lock:
             with transaction(self.sessions) as session:
                 result = admission_round(session, self.current_cfg(session), now_ms, trigger)
-            self._mark = result.mark
+            self._committed(result)
             return result
 
     def _tick_round(self, now_ms: int) -> RoundResult | None:
@@ -345,7 +355,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                 cfg = self.current_cfg(session)
                 result = tick_round.apply(session, cfg, now_ms, "tick", taken, self._mark)
             if result is not None:
-                self._mark = result.mark
+                self._committed(result)
             return result
 
     async def act(self) -> None:
