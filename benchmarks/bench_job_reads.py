@@ -1,10 +1,11 @@
-"""What reading a queued job costs as the queue grows: ``GET /jobs/{id}`` of queued jobs, per
-admission policy and queue size.
+"""What reading a queued job costs as the queue grows: ``GET /jobs/{id}`` of queued jobs (and
+``GET /estimator``, which shows what admission has booked), per admission policy and queue size.
 
 The app runs in this process (``create_app`` behind httpx's ASGI transport: no sockets, no
 admission loops) on a fresh SQLite file or a PostgreSQL database made from ``--database-url``
 and dropped after. Per size the database holds that many queued jobs (4 tasks, deadlines a day
-away, 50 recurring names); the timed reads are of ``--reads`` of them, after one untimed read.
+away, 50 recurring names); the timed reads are of ``--reads`` of them, after one untimed read,
+then ``--reads`` reads of ``/estimator``.
 Under Promise a queued job's ETA comes from a plan over every waiting job
 (``app.jobs.eta_plans``); under Justice and PYTHIA a read is three indexed queries.
 
@@ -58,8 +59,9 @@ def _fill(url: str, waiting: int, now_ms: int) -> list[str]:
         engine.dispose()
 
 
-async def measure(url: str, policy: str, waiting: int, reads: int) -> tuple[float, float]:
-    """CPU and wall milliseconds per ``GET /jobs/{id}`` of a queued job."""
+async def measure(url: str, policy: str, waiting: int, reads: int) -> tuple[float, float, float]:
+    """CPU and wall milliseconds per ``GET /jobs/{id}`` of a queued job, CPU per ``GET
+    /estimator``."""
     upgrade(url)
     ids = _fill(url, waiting, int(time.time() * 1000))[: reads + 1]
     settings = Settings(
@@ -81,7 +83,11 @@ async def measure(url: str, policy: str, waiting: int, reads: int) -> tuple[floa
             for job_id in ids[1:]:
                 (await client.get(f"/jobs/{job_id}")).raise_for_status()
             n = len(ids) - 1
-            return (time.process_time() - c0) * 1000 / n, (time.perf_counter() - w0) * 1000 / n
+            cpu, wall = (time.process_time() - c0) * 1000 / n, (time.perf_counter() - w0) * 1000 / n
+            c0 = time.process_time()
+            for _ in range(reads):
+                (await client.get("/estimator")).raise_for_status()
+            return cpu, wall, (time.process_time() - c0) * 1000 / reads
 
 
 def main() -> None:
@@ -92,13 +98,16 @@ def main() -> None:
     parser.add_argument("--database-url", help="PostgreSQL admin URL (default: temp SQLite)")
     args = parser.parse_args()
     engine_name = "postgresql" if args.database_url else "sqlite"
-    print(f"{'db':<11}{'policy':<9}{'waiting':>8}{'CPU ms/GET':>12}{'wall ms/GET':>13}")
+    print(
+        f"{'db':<11}{'policy':<9}{'waiting':>8}{'job CPU ms':>12}{'job wall ms':>13}"
+        f"{'estimator CPU ms':>18}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for policy in args.policies.split(","):
             for size in (int(x) for x in args.waiting.split(",")):
                 with database(args.database_url, tmp, f"reads{policy}{size}") as url:
-                    cpu, wall = asyncio.run(measure(url, policy, size, args.reads))
-                print(f"{engine_name:<11}{policy:<9}{size:>8}{cpu:>12.1f}{wall:>13.1f}")
+                    cpu, wall, est = asyncio.run(measure(url, policy, size, args.reads))
+                print(f"{engine_name:<11}{policy:<9}{size:>8}{cpu:>12.1f}{wall:>13.1f}{est:>18.1f}")
 
 
 if __name__ == "__main__":

@@ -269,9 +269,10 @@ class ArrivalMeter:
 
 
 def admission_jobs(
-    session: Session,
+    session: Session, *, holding_only: bool = False
 ) -> tuple[list[core.WaitingJob], list[core.RunningJob]]:
-    """Queued jobs and CPU-holding jobs with their signature keys.
+    """Queued jobs and CPU-holding jobs with their signature keys (``holding_only``: no queued
+    job, for a reader of what is booked, whose cost must not grow with the queue).
 
     The columns a plan needs, fetched through Core: a Promise round reads every waiting job, and
     loading them as ORM objects about doubled what reading 10,000 cost (270 to 410 ms against
@@ -284,7 +285,7 @@ def admission_jobs(
     )  # fmt: skip
     stmt = (
         select(*columns)
-        .where(Job.state.in_([QUEUED, *HOLDING_STATES]))
+        .where(Job.state.in_([*HOLDING_STATES] if holding_only else [QUEUED, *HOLDING_STATES]))
         .order_by(Job.submitted_ms, Job.id)
     )
     session.flush()

@@ -128,7 +128,7 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
 
 def admitted_floor(session: Session, values: dict[str, Any]) -> int:
     """Vcores the deadline queue must keep: admitted grants plus their AM containers."""
-    _, running = admission_jobs(session)
+    _, running = admission_jobs(session, holding_only=True)
     return core.booked_floor(running, core.promise_params(values))
 
 
