@@ -8,7 +8,7 @@ anyway; a reader takes the ETA from the latest plan, the round's or another read
 is younger than one admission interval and the job's latest start has not passed (a job past it
 is about to be dropped or tried, which a new plan says). One reader at a time makes a new plan;
 the others meanwhile answer from the one before, so an expiry does not set every waiting
-request thread planning at once. Nothing waits on a lock.
+request thread planning at once. No reader waits for a plan being made.
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ class EtaPlans:
         self.max_age_ms = max_age_ms
         self._plan: QueuedPlan | None = None
         self._planning = threading.Lock()
+        # Held only to compare two times and swap one reference, never across any I/O.
+        self._keeping = threading.Lock()
 
     def remember(self, plan: QueuedPlan) -> None:
-        """Keep ``plan`` unless a later one is kept already (one reference: no lock needed)."""
-        kept = self._plan
-        if kept is None or plan.made_ms >= kept.made_ms:
-            self._plan = plan
+        """Keep ``plan`` unless a later one is kept already."""
+        with self._keeping:
+            kept = self._plan
+            if kept is None or plan.made_ms >= kept.made_ms:
+                self._plan = plan
 
     def eta(
         self,
