@@ -471,9 +471,8 @@ def transition_app(
 
 
 def add_decision(session: Session, decision: JobDecision) -> JobDecision:
-    """Append one decision or lifecycle step of a job."""
-    session.add(decision)
-    session.flush()
+    """Append one decision or lifecycle step of a job (``insert_new``, as ``add_decisions``)."""
+    insert_new(session, [decision])
     return decision
 
 

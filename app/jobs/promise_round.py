@@ -24,7 +24,7 @@ admitted can start at once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, select
@@ -244,11 +244,13 @@ def current_eta(
     job_id: str,
     state: str,
     now_ms: int,
+    recorded: Sequence[JobDecision],
     plans: EtaPlans | None = None,
 ) -> dict[str, Any] | None:
     """A queued job's ETA as the planner sees it now (read-only: nothing applied or recorded),
     from ``plans``' latest plan while it holds (``app.jobs.eta_plans``); for any other job, the
-    ETA of its last recorded decision."""
+    ETA of its last decision in ``recorded`` (its decisions, oldest first, as the caller read
+    them)."""
     if cfg.promise is None:
         return None
     if state == t.QUEUED:
@@ -262,7 +264,7 @@ def current_eta(
             )
         if eta is not None:
             return eta
-    for row in reversed(jobs_repo.decisions_of(session, job_id)):
+    for row in reversed(recorded):
         eta = (row.numbers or {}).get("eta")
         if isinstance(eta, dict):
             return eta

@@ -280,9 +280,10 @@ def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
         row = jobs_repo.get_job(session, job_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
-        decisions = [decision_out(d) for d in jobs_repo.decisions_of(session, job_id)]
+        recorded = jobs_repo.decisions_of(session, job_id)
         plans = state.admission.eta_plans if state.admission is not None else None
-        eta = current_eta(session, cfg, job_id, row.state, clock(), plans)
+        eta = current_eta(session, cfg, job_id, row.state, clock(), recorded, plans)
+        decisions = [decision_out(d) for d in recorded]
         return JobDetail(**job_out(row).model_dump(), decisions=decisions, eta=eta)
 
 
