@@ -268,7 +268,10 @@ class EstimatorOut(BaseModel):
         "work quantiles and prediction error so far.",
     )
     prediction_error: dict[str, Any] | None = Field(
-        None, description="Promise policy only: errors over all signatures."
+        None,
+        description="Promise policy only: errors over all signatures, and how many finished "
+        "runs were checked against the work bound they would have had and the share above it "
+        "(bounds_checked, above_bound: the calibration larger grants are priced with).",
     )
     admitted_floor_vcores: int | None = Field(
         None,

@@ -168,6 +168,10 @@ async def test_estimator_is_per_signature_and_the_same_after_a_restart(db: Db) -
     assert sigs[etl]["ratio_upper"] == pytest.approx(1.0)
     assert sigs[report]["ratio_upper"] == pytest.approx(0.125)
     assert sigs["u:al|t:mapreduce"]["samples"] == 6
+    # every run after the first had a bound (the cluster's ratios, 1.0 from etl's runs) and none
+    # exceeded it
+    err = before["prediction_error"]
+    assert (err["bounds_checked"], err["above_bound"]) == (5, 0.0)
     assert after["signatures"] == sigs and after["prediction_error"] == before["prediction_error"]
 
 

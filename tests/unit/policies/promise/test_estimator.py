@@ -254,3 +254,38 @@ def test_the_index_of_kept_estimates_stays_bounded(monkeypatch: pytest.MonkeyPat
     fresh = rebuild(outcomes, EstimatorParams(window=16))
     for tasks in range(1, 21):
         assert est.estimate(A, tasks, 100.0, tasks) == fresh.estimate(A, tasks, 100.0, tasks)
+
+
+def _task_runs(est: Estimator, keys: Keys, *work: float) -> None:
+    for w in work:
+        est.learn(Outcome(keys, tasks=1, work=w, deadline_s=None, max_cpus=1))
+
+
+def _calibration(est: Estimator) -> tuple[object, object]:
+    totals = est.totals()
+    return totals["bounds_checked"], totals["above_bound"]
+
+
+def test_totals_count_how_often_runs_exceeded_the_bound_they_would_have_had() -> None:
+    est = Estimator()
+    # three runs bound a signature (their largest); only from the fourth is there a bound
+    _task_runs(est, A, 10.0, 10.0, 10.0)
+    assert _calibration(est) == (0, None)
+    # the bound is the 0.95 nearest rank of the window: 10 before 20 (4th of 4), 20 before 40,
+    # 40 before 30
+    _task_runs(est, A, 10.0, 20.0, 40.0, 30.0)
+    assert _calibration(est) == (4, 0.5)
+    # pooled over signatures, and the same after a restart (a rebuild from the same runs)
+    _task_runs(est, B, 5.0, 5.0, 5.0, 15.0)
+    assert _calibration(est) == (5, pytest.approx(3 / 5))
+    outcomes = [Outcome(A, 1, w, None, 1) for w in (10.0, 10.0, 10.0, 10.0, 20.0, 40.0, 30.0)]
+    outcomes += [Outcome(B, 1, w, None, 1) for w in (5.0, 5.0, 5.0, 15.0)]
+    assert rebuild(outcomes).totals() == est.totals()
+
+
+def test_calibration_keeps_the_last_window_of_runs() -> None:
+    est = Estimator()
+    _task_runs(est, A, 10.0, 10.0, 10.0, 20.0)  # one run above its bound
+    assert _calibration(est) == (1, 1.0)
+    _task_runs(est, A, *([20.0] * estimator_module.OVERRUN_WINDOW))
+    assert _calibration(est) == (estimator_module.OVERRUN_WINDOW, 0.0)  # it has left
