@@ -441,7 +441,10 @@ class Estimator:
         )
         preds = (absolute, relative)
         if preds[0] is not None or outcome.deadline_s is not None:
-            point = self._combine(outcome.keys, *preds).point
+            # the estimate it would have had: its bound and samples are the bounding
+            # predictor's (``_combine`` only sets the central value)
+            had = self._combine(outcome.keys, *preds)
+            point = had.point
             for which, pred in enumerate(preds):
                 if pred is not None and pred.est.samples > 0 and pred.est.point > 0:
                     s.scored[which] += 1
@@ -449,9 +452,8 @@ class Estimator:
                     s.scored_loss[which] += _bound_loss(
                         outcome.work, pred.est.upper, self.params.quantile
                     )
-            bounding = self._choose(outcome.keys, *preds).est
-            if bounding.samples > 0 and bounding.upper > 0:
-                self._overruns.append(outcome.work / bounding.upper)
+            if had.samples > 0 and had.upper > 0:
+                self._overruns.append(outcome.work / had.upper)
         if point is not None and point > 0:
             err = abs(math.log(outcome.work / point))
             s.errors += 1
