@@ -19,6 +19,13 @@ a job is itself learned: each completion scores both predictors' bounds against 
 the job's signature with the quantile (pinball) loss of the bound's level, the proper score of a
 quantile forecast (Koenker and Bassett 1978; Gneiting and Raftery 2007), and the one with the
 smaller mean loss bounds; until both have ``min_samples`` scores the ratio predictor is used.
+A third candidate is scored beside them: for each job the smaller of the two bounds, each taken
+at the ``1 - (1 - q) / 2`` quantile so that the work exceeds neither with probability at least
+``q`` (Bonferroni), which bounds a signature's jobs once its loss is the smallest of the three.
+Neither predictor alone is tight where some deadlines carry the run and others do not (a
+deadline that is the job's run makes its ratio bound the work itself, while a loose one makes
+it twice the work, where the task seconds bound the same job within their scatter);
+``docs/evaluation.md``, "The tighter of the two bounds".
 Admission plans with the bound, so the bound is what is scored: at ``q = 0.95`` a bound below
 the work (a promise that may miss) costs 19 times as much per log unit as one above it (a drop
 or a larger grant). The central value (``point``: the ETA's, the error statistics of ``error``
@@ -118,6 +125,8 @@ class _Prediction(NamedTuple):
     est: Estimate
     data: Sequence[float]
     scale: float
+    series: _Series | None = None  # where ``data`` is kept, None for the bootstrap
+    which: int = 0  # its window there (``_Series.quantile``)
 
 
 @dataclass(slots=True)
@@ -129,11 +138,12 @@ class _Series:
     off_2x: int = 0
     abs_log_err: float = 0.0
     errors: int = 0
-    # per predictor (0: task seconds, 1: ratio): predictions scored and their abs log errors
-    scored: list[int] = field(default_factory=lambda: [0, 0])
-    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    # per predictor (0: task seconds, 1: ratio, 2: the tighter of their two bounds, which has
+    # no median of its own): predictions scored and their abs log errors
+    scored: list[int] = field(default_factory=lambda: [0, 0, 0])
+    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     # ... and their bounds' quantile losses (``_bound_loss``)
-    scored_loss: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    scored_loss: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     # Quantiles of the windows above by (window, q), until the next run is learned: a round
     # estimates every waiting job, thousands of them sharing a few keys, and each estimate
     # sorted the same windows again.
@@ -202,6 +212,16 @@ def quantile(values: Iterable[float], q: float) -> float:
         raise PolicyError("samples", "no samples")
     rank = max(1, math.ceil(q * len(data) - 1e-9))
     return data[rank - 1]
+
+
+def _both(absolute: _Prediction | None, relative: _Prediction | None) -> bool:
+    """Whether both predictors answered from runs (the tighter bound is then a candidate)."""
+    return (
+        absolute is not None
+        and relative is not None
+        and absolute.est.samples > 0
+        and relative.est.samples > 0
+    )
 
 
 def _bound_loss(work: float, upper: float, q: float) -> float:
@@ -310,7 +330,7 @@ class Estimator:
         data = series.task_s if which == 0 else series.ratio
         upper = scale * series.quantile(which, self.params.quantile)
         central = scale * series.quantile(which, 0.5)
-        return _Prediction(Estimate(upper, central, source, len(data)), data, scale)
+        return _Prediction(Estimate(upper, central, source, len(data)), data, scale, series, which)
 
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
@@ -429,8 +449,27 @@ class Estimator:
             score = s.mean_bound_loss if bound else s.mean_error
             la, lr = score(0), score(1)
             assert la is not None and lr is not None
-            return absolute if la < lr else relative
+            best = absolute if la < lr else relative
+            if bound and s.scored[2] >= need:
+                lt = s.mean_bound_loss(2)
+                assert lt is not None
+                if lt < min(la, lr):
+                    return self._tighter(absolute, relative)
+            return best
         return relative
+
+    def _tighter(self, absolute: _Prediction, relative: _Prediction) -> _Prediction:
+        """The smaller of the two bounds for this job, each taken at ``1 - (1 - q) / 2``: the
+        work exceeds neither with probability at least ``q`` (Bonferroni)."""
+        level = 1 - (1 - self.params.quantile) / 2
+        best: _Prediction | None = None
+        for pred in (absolute, relative):
+            assert pred.series is not None
+            upper = pred.scale * pred.series.quantile(pred.which, level)
+            if best is None or upper < best.est.upper:
+                best = pred._replace(est=replace(pred.est, upper=upper))
+        assert best is not None
+        return best
 
     def learn(self, outcome: Outcome) -> Estimator:
         """Add one completed run to every key of its chain; returns ``self``."""
@@ -452,6 +491,12 @@ class Estimator:
                     s.scored_loss[which] += _bound_loss(
                         outcome.work, pred.est.upper, self.params.quantile
                     )
+            if _both(absolute, relative):
+                assert absolute is not None and relative is not None
+                s.scored[2] += 1
+                s.scored_loss[2] += _bound_loss(
+                    outcome.work, self._tighter(absolute, relative).est.upper, self.params.quantile
+                )
             if had.samples > 0 and had.upper > 0:
                 self._overruns.append(outcome.work / had.upper)
         if point is not None and point > 0:
@@ -508,6 +553,7 @@ class Estimator:
                 # what picks the predictor that bounds (``_combine``)
                 "task_s_bound_loss": s.mean_bound_loss(0),
                 "ratio_bound_loss": s.mean_bound_loss(1),
+                "tighter_bound_loss": s.mean_bound_loss(2),
                 "overhead_s_upper": quantile(s.overhead, q) if s.overhead else None,
                 **self.error(key),
             }

@@ -114,6 +114,51 @@ def test_the_predictor_whose_bound_fits_better_bounds_even_if_its_median_is_wors
     assert est.estimate(A, tasks=2, deadline_s=30.0, max_cpus=2).point == pytest.approx(24.0)
 
 
+def test_the_tighter_of_both_bounds_bounds_where_it_scored_better() -> None:
+    # Task seconds scatter 20 % around 10 s; half the deadlines are the run itself and half
+    # twice it. Neither predictor alone is tight for every job: the ratios' bound (1) is the
+    # work of a tight job but twice that of a loose one; the task seconds' bound (12 s) is 1.5
+    # times the work of an 8 s run. The smaller of the two, each at the 0.975 quantile so that
+    # the work exceeds neither with probability 0.95, is the work itself for a tight job and
+    # the task seconds' bound for a loose one: its quantile loss is the task seconds' halved.
+    est = Estimator(EstimatorParams(min_samples=3))
+    for i in range(40):
+        task_s = (8.0, 10.0, 12.0)[i % 3]
+        ratio = (1.0, 0.5)[i % 2]
+        est.learn(_o(A, 2 * task_s, tasks=2, deadline=task_s / ratio))
+    entry = est.entries()["sigA"]
+    task_loss, ratio_loss = entry["task_s_bound_loss"], entry["ratio_bound_loss"]
+    assert entry["tighter_bound_loss"] < min(task_loss, ratio_loss)
+    # the tight half of the runs costs it nothing: about half the task seconds' loss
+    assert entry["tighter_bound_loss"] < 0.6 * task_loss
+    # a tight deadline of 10 s on 2 vcores: the ratios' 20 beats the task seconds' 24
+    tight = est.estimate(A, tasks=2, deadline_s=10.0, max_cpus=2)
+    assert (tight.source, tight.upper) == ("ratio@sigA", pytest.approx(20.0))
+    assert est.works(A, 2, 10.0, 2)[-1] == pytest.approx(20.0)
+    # a loose one of 20 s: the task seconds' 0.975 quantile, 12 s a task
+    loose_est = est.estimate(A, tasks=2, deadline_s=20.0, max_cpus=2)
+    assert (loose_est.source, loose_est.upper) == ("task_s@sigA", pytest.approx(24.0))
+    runs = sorted(2 * (8.0, 10.0, 12.0)[i % 3] for i in range(40))
+    assert est.works(A, 2, 20.0, 2) == pytest.approx(runs)
+
+
+def test_the_tighter_bound_is_not_taken_where_it_undercuts_the_work() -> None:
+    # Deadlines that say nothing of the work (drawn apart from it, as with a template's):
+    # the smaller bound is often below the run, which its quantile loss charges 19 times as
+    # much, so the better of the two predictors bounds alone.
+    est = Estimator(EstimatorParams(min_samples=3))
+    rng = random.Random(3)
+    for _ in range(60):
+        work = 2 * rng.uniform(9.0, 11.0)
+        est.learn(_o(A, work, tasks=2, deadline=rng.uniform(10.0, 60.0)))
+    entry = est.entries()["sigA"]
+    assert entry["tighter_bound_loss"] > entry["task_s_bound_loss"]
+    for deadline in (10.0, 15.0, 40.0):
+        e = est.estimate(A, tasks=2, deadline_s=deadline, max_cpus=2)
+        assert e.source == "task_s@sigA"
+        assert e.upper == pytest.approx(quantile(est._series["sigA"].task_s, 0.95) * 2)
+
+
 def test_error_counts_predictions_off_by_2x() -> None:
     est = Estimator(EstimatorParams(min_samples=1))
     est.learn(_o(A, 100.0))  # predicted from bootstrap: 100 * 2 = 200 (off by exactly 2x)
