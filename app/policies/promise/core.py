@@ -74,7 +74,10 @@ or waste work on real traces:
 * Tries (``_tries``): a job whose bound misses its deadline but that some of its history says
   would meet it is not hopeless. It is started on capacity free after the promised jobs when its
   chance of meeting the deadline, ``p`` (the share of its history samples whose work fits), is
-  worth what a miss would waste: ``p * mean_work > waste_price * (1 - p) * waste``, one met
+  worth what a miss would waste (where its bound is the tighter of the estimator's two
+  predictors', ``p`` is the smaller of the two chances: a try is a bet on a job its bound rules
+  out, and its odds are not taken from the more hopeful predictor alone):
+  ``p * mean_work > waste_price * (1 - p) * waste``, one met
   deadline against the work a miss burns before its kill, in units of the arrivals' mean work
   (SDR counts jobs, WTR counts work). Small jobs are tried on small chances, jobs that would hold
   much of the cluster only when nearly sure; one not worth trying even on all it could use is
@@ -711,7 +714,7 @@ def _try_of(
     """``j`` as a try: its history's predicted works and the latest start from which it may
     still meet its deadline (by its smallest predicted work, or its median where only small
     jobs are tried at their median)."""
-    works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity))
+    works = estimator.works(j.keys, j.tasks, j.deadline_s, min(j.tasks, capacity), cautious=True)
     lowest = works[0] if mean_work is not None else est.point
     due = j.deadline_at - est.overhead_s
     return _Try(due - waves(j.tasks, limit, div) * lowest / j.tasks, j, est, works, limit)

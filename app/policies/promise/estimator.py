@@ -127,6 +127,8 @@ class _Prediction(NamedTuple):
     scale: float
     series: _Series | None = None  # where ``data`` is kept, None for the bootstrap
     which: int = 0  # its window there (``_Series.quantile``)
+    # the tighter bound's other prediction, whose bound was larger (``Estimator._tighter``)
+    other: _Prediction | None = None
 
 
 @dataclass(slots=True)
@@ -415,11 +417,31 @@ class Estimator:
             est = replace(est, point=min(central.point, est.upper))
         return est
 
-    def works(self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int) -> list[float]:
+    def works(
+        self,
+        keys: Keys,
+        tasks: int,
+        deadline_s: float | None,
+        max_cpus: int,
+        cautious: bool = False,
+    ) -> list[float]:
         """The job's work as each sample of the bounding predictor (the window ``estimate`` takes
-        its quantiles from) predicts it, ascending: the estimate's whole distribution."""
+        its quantiles from) predicts it, ascending: the estimate's whole distribution.
+
+        ``cautious``: where the bound is the tighter of both predictors' (``_tighter``), the
+        larger of their two predictions at each rank instead, so the share of the list below a
+        work is the smaller of the shares the two predictors give. A try is a bet on a job its
+        bound rules out, and its odds are not taken from the more hopeful predictor alone."""
         best = self._bounding(keys, tasks, deadline_s, max_cpus)
-        return sorted(v * best.scale for v in best.data)
+        own = sorted(v * best.scale for v in best.data)
+        if not cautious or best.other is None:
+            return own
+        other = sorted(v * best.other.scale for v in best.other.data)
+        m = max(len(own), len(other))
+        return [
+            max(own[math.ceil(i * len(own) / m) - 1], other[math.ceil(i * len(other) / m) - 1])
+            for i in range(1, m + 1)
+        ]
 
     def _bounding(
         self, keys: Keys, tasks: int, deadline_s: float | None, max_cpus: int
@@ -460,16 +482,16 @@ class Estimator:
 
     def _tighter(self, absolute: _Prediction, relative: _Prediction) -> _Prediction:
         """The smaller of the two bounds for this job, each taken at ``1 - (1 - q) / 2``: the
-        work exceeds neither with probability at least ``q`` (Bonferroni)."""
+        work exceeds neither with probability at least ``q`` (Bonferroni). The other
+        prediction rides along for the chances of a try (``works``)."""
         level = 1 - (1 - self.params.quantile) / 2
-        best: _Prediction | None = None
+        at_level = []
         for pred in (absolute, relative):
             assert pred.series is not None
             upper = pred.scale * pred.series.quantile(pred.which, level)
-            if best is None or upper < best.est.upper:
-                best = pred._replace(est=replace(pred.est, upper=upper))
-        assert best is not None
-        return best
+            at_level.append(pred._replace(est=replace(pred.est, upper=upper)))
+        a, r = at_level
+        return a._replace(other=r) if a.est.upper <= r.est.upper else r._replace(other=a)
 
     def learn(self, outcome: Outcome) -> Estimator:
         """Add one completed run to every key of its chain; returns ``self``."""

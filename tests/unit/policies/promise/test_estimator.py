@@ -140,6 +140,14 @@ def test_the_tighter_of_both_bounds_bounds_where_it_scored_better() -> None:
     assert (loose_est.source, loose_est.upper) == ("task_s@sigA", pytest.approx(24.0))
     runs = sorted(2 * (8.0, 10.0, 12.0)[i % 3] for i in range(40))
     assert est.works(A, 2, 20.0, 2) == pytest.approx(runs)
+    # for a try, the larger of both predictions at each rank: below any work, the smaller of
+    # the shares the two predictors give (ratios: 10 or 20 for the tight job; task seconds:
+    # 16, 20, 24)
+    hopeful, cautious = est.works(A, 2, 10.0, 2), est.works(A, 2, 10.0, 2, cautious=True)
+    for work in (10.0, 16.0, 20.0, 24.0):
+        by_ratio = sum(w <= work for w in hopeful) / 40
+        by_task = sum(w <= work for w in runs) / 40
+        assert sum(w <= work for w in cautious) / len(cautious) == min(by_ratio, by_task)
 
 
 def test_the_tighter_bound_is_not_taken_where_it_undercuts_the_work() -> None:
