@@ -25,7 +25,9 @@ at the ``1 - (1 - q) / 2`` quantile so that the work exceeds neither with probab
 Neither predictor alone is tight where some deadlines carry the run and others do not (a
 deadline that is the job's run makes its ratio bound the work itself, while a loose one makes
 it twice the work, where the task seconds bound the same job within their scatter);
-``docs/evaluation.md``, "The tighter of the two bounds".
+``docs/evaluation.md``, "The tighter of the two bounds". The chance of a try of such a job (a
+bet on a job its bound rules out) comes from both (``works(cautious=True)``: the larger of the
+two predictions at each rank), not from the more hopeful one.
 Admission plans with the bound, so the bound is what is scored: at ``q = 0.95`` a bound below
 the work (a promise that may miss) costs 19 times as much per log unit as one above it (a drop
 or a larger grant). The central value (``point``: the ETA's, the error statistics of ``error``
