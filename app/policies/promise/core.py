@@ -521,7 +521,16 @@ def admit(
                     central = _timeline(avail, ends, now_s)
                     if _first_start(central, j.tasks, limit, task_u, due, am, div) is None:
                         cand = _try_of(j, est, limit, capacity, estimator, mean_work, div)
-                        tries.append(cand._replace(min_p=0.5, why="running jobs end too late"))
+                        # Until its bound's latest start it stays a promise that may yet be
+                        # kept; a try's own latest start can come sooner where its chance
+                        # counts a more pessimistic predictor than its bound (``_try_of``).
+                        tries.append(
+                            cand._replace(
+                                lst=max(cand.lst, lst),
+                                min_p=0.5,
+                                why="running jobs end too late",
+                            )
+                        )
                         continue
                 queued.append(
                     _queued(

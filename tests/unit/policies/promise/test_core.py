@@ -608,28 +608,55 @@ def test_no_top_up_while_a_waiting_job_counts_on_the_free_vcores() -> None:
     assert (d.action, d.cpus) == ("admit", 4)
 
 
+def _jockey_runs() -> Estimator:
+    """60 runs of 2 tasks: 9, 10 or 11 s a task, deadlines of 1.11 or 2.22 times the run
+    (ratios 0.9 and 0.45): the tighter of both bounds bounds the signature."""
+    est = Estimator()
+    for i in range(60):
+        task_s, ratio = (9.0, 10.0, 11.0)[i % 3], (0.9, 0.45)[i % 2]
+        est.learn(Outcome(K, tasks=2, work=2 * task_s, deadline_s=task_s / ratio, max_cpus=2))
+    return est
+
+
 def test_a_try_on_the_tighter_bound_takes_the_odds_of_the_less_hopeful_predictor() -> None:
-    # 40 runs of 2 tasks: 9, 10 or 11 s a task, deadlines of 1.11 or 2.22 times the run
+    # 60 runs of 2 tasks: 9, 10 or 11 s a task, deadlines of 1.11 or 2.22 times the run
     # (ratios 0.9 and 0.45). The tighter of both bounds (each at the 0.975 quantile) bounds
     # the signature: the ratios' is exact for a tight job, the task seconds' (22) for a loose
     # one. A job due 12 s after its submission is bounded by its ratios, 0.9 x 12 s x 2 = 21.6;
     # at 3 s only 9 s are left, 18 on 2 vcores, and the bound misses.
-    est = Estimator()
-    for i in range(40):
-        task_s, ratio = (9.0, 10.0, 11.0)[i % 3], (0.9, 0.45)[i % 2]
-        est.learn(Outcome(K, tasks=2, work=2 * task_s, deadline_s=task_s / ratio, max_cpus=2))
+    est = _jockey_runs()
     job = core.WaitingJob("j", tasks=2, deadline_s=12.0, submitted_s=0.0, keys=K)
     assert est.estimate(K, 2, 12.0, 2).upper == pytest.approx(21.6)
-    # Its ratios alone give it even odds (10.8 or 21.6); its task seconds fit 18 in 14 of 40
-    # runs. A try is priced on 14 / 40: worth it where a miss's 18 vcore-seconds are less than
-    # 0.35 / 0.65 of an arrival's mean work (33.4), not merely less than it (even odds).
+    # Its ratios alone give it even odds (10.8 or 21.6); its task seconds fit 18 in 20 of 60
+    # runs. A try is priced on 1 / 3: worth it where a miss's 18 vcore-seconds are less than
+    # half an arrival's mean work (36), not merely less than all of it (even odds).
     hopeful = est.works(K, 2, 12.0, 2)
     assert sum(w <= 18.0 for w in hopeful) / len(hopeful) == pytest.approx(0.5)
     cautious = est.works(K, 2, 12.0, 2, cautious=True)
-    assert sum(w <= 18.0 for w in cautious) / len(cautious) == pytest.approx(14 / 40)
+    assert sum(w <= 18.0 for w in cautious) / len(cautious) == pytest.approx(1 / 3)
     mean_25 = core.Load(jobs_per_s=0.04, vcores=1.0)
     (d,) = core.admit([job], [], 8, 8, 3.0, est, P, load=mean_25)
     assert d.action == "drop"
     mean_40 = core.Load(jobs_per_s=0.025, vcores=1.0)
     (d,) = core.admit([job], [], 8, 8, 3.0, est, P, load=mean_40)
-    assert (d.action, d.cpus) == ("admit", 2) and "35% of its history fits" in d.reason
+    assert (d.action, d.cpus) == ("admit", 2) and "33% of its history fits" in d.reason
+
+
+def test_a_job_waiting_for_its_promise_is_never_queued_past_its_latest_start() -> None:
+    # Due in 8 s, the job is bounded by its ratios (0.9 x 8 s x 2 = 14.4: 7.2 s on its 2
+    # vcores, so it must start by 0.8 s), while its task seconds never predict less than 18.
+    # A try's latest start by the less hopeful predictor is already past (8 - 18 / 2 = -1 s),
+    # but its promise may still be kept until 0.8 s: queued behind a running job that ends too
+    # late even at its central estimate, it waits until then. A latest start in the past
+    # would ask for a round at once, again and again, and never drop it.
+    est = _jockey_runs()
+    job = core.WaitingJob("j", tasks=2, deadline_s=8.0, submitted_s=0.0, keys=K)
+    assert est.estimate(K, 2, 8.0, 2).upper == pytest.approx(14.4)
+    assert est.works(K, 2, 8.0, 2, cautious=True)[0] == pytest.approx(18.0)
+    running = core.RunningJob("r", 2, 100.0, 0.0, 0.0, 2, OTHER)
+    load = core.Load(jobs_per_s=0.025, vcores=1.0)
+    (d,) = core.admit([job], [running], 0, 2, 0.0, est, P, load=load)
+    assert d.action == "queue" and d.latest_start_s == pytest.approx(0.8)
+    # once that passes, its bound misses and no run of the less hopeful predictor fits: refused
+    (d,) = core.admit([job], [running], 0, 2, 0.9, est, P, load=load)
+    assert d.action == "drop"
