@@ -21,7 +21,9 @@ quantile forecast (Koenker and Bassett 1978; Gneiting and Raftery 2007), and the
 smaller mean loss bounds; until both have ``min_samples`` scores the ratio predictor is used.
 A third candidate is scored beside them: for each job the smaller of the two bounds, each taken
 at the ``1 - (1 - q) / 2`` quantile so that the work exceeds neither with probability at least
-``q`` (Bonferroni), which bounds a signature's jobs once its loss is the smallest of the three.
+``q`` (Bonferroni, where each has the runs for its own coverage: 39 at 0.95; with fewer it is
+taken on its record alone), which bounds a signature's jobs once its loss is the smallest of the
+three, after ``min_samples`` scored runs like the other two.
 Neither predictor alone is tight where some deadlines carry the run and others do not (a
 deadline that is the job's run makes its ratio bound the work itself, while a loose one makes
 it twice the work, where the task seconds bound the same job within their scatter);
