@@ -476,7 +476,7 @@ class Estimator:
             la, lr = score(0), score(1)
             assert la is not None and lr is not None
             best = absolute if la < lr else relative
-            if bound and s.scored[2] >= need:
+            if bound and s.scored[2] >= need and _both(absolute, relative):
                 lt = s.mean_bound_loss(2)
                 assert lt is not None
                 if lt < min(la, lr):
@@ -486,8 +486,9 @@ class Estimator:
 
     def _tighter(self, absolute: _Prediction, relative: _Prediction) -> _Prediction:
         """The smaller of the two bounds for this job, each taken at ``1 - (1 - q) / 2``: the
-        work exceeds neither with probability at least ``q`` (Bonferroni). The other
-        prediction rides along for the chances of a try (``works``)."""
+        work exceeds neither with probability at least ``q`` where each bound has its own
+        coverage (Bonferroni; module docstring). The other prediction rides along for the
+        chances of a try (``works``)."""
         level = 1 - (1 - self.params.quantile) / 2
         at_level = []
         for pred in (absolute, relative):
