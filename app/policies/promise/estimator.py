@@ -144,10 +144,10 @@ class _Series:
     off_2x: int = 0
     abs_log_err: float = 0.0
     errors: int = 0
-    # per predictor (0: task seconds, 1: ratio, 2: the tighter of their two bounds, which has
-    # no median of its own): predictions scored and their abs log errors
+    # per predictor (0: task seconds, 1: ratio, 2: the tighter of their two bounds): predictions
+    # scored, and the first two's abs log errors (the tighter bound has no median of its own)
     scored: list[int] = field(default_factory=lambda: [0, 0, 0])
-    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
     # ... and their bounds' quantile losses (``_bound_loss``)
     scored_loss: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     # Quantiles of the windows above by (window, q), until the next run is learned: a round
@@ -165,7 +165,7 @@ class _Series:
         return value
 
     def mean_error(self, which: int) -> float | None:
-        """Mean absolute log error of one predictor at this key, None before any."""
+        """Mean absolute log error of one predictor (0 or 1) at this key, None before any."""
         n = self.scored[which]
         return self.scored_err[which] / n if n else None
 
