@@ -23,7 +23,8 @@ named jobs, i.e. ``recurring``, change).
 it holds with Promise behind the best other policy (same ``--traces``, ``--limit-jobs``,
 ``--skip-jobs`` and ``--seed``), and counts, job by job, the deadlines the best other policy met
 and Promise did not, by what Promise did with the job: refused at arrival or after waiting (and
-whose history bounded it), killed at its first wave or past its deadline, or late.
+whose history bounded it, or that it was held back for the arrivals it would crowd out), killed
+at its first wave or past its deadline, or late.
 
 ``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
 it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
@@ -98,6 +99,10 @@ def loss_class(run: JobRun) -> str:
     why = run.reason
     if run.status is Status.DROPPED:
         when = "at arrival" if (run.end_s or 0.0) - run.job.submit_s < 1e-3 else "after waiting"
+        if "crowd out" in run.waited_for:
+            # its bound fitted, but it was held back for the arrivals it would crowd out until
+            # its latest start passed (the round after that is a microsecond later)
+            return f"refused {when}, held back for the arrivals it would crowd out"
         source = re.search(r"\((task_s|ratio)@([^)]*)\)$", why)
         if source is None:
             return f"refused {when}"

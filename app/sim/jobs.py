@@ -73,6 +73,7 @@ class JobRun:
     consumed: float = 0.0  # vcore-seconds actually received
     grant: int = 0  # fixed vcores of an admission allocator, 0 under fair share
     reason: str = ""
+    waited_for: str = ""  # why an admission allocator last queued it (its last "queue" reason)
     arrival: int = 0  # position in the run's arrival order (the runner numbers its jobs)
 
     @property

@@ -120,6 +120,8 @@ class _Admission:
             run = self._waiting.pop(d.job_id)
             del self._specs[d.job_id]
             ctx.drop(run, d.reason)
+        elif d.action == "queue":
+            self._waiting[d.job_id].waited_for = d.reason
         elif d.action == "kill":
             # Kills come first in ``admit``'s list, so the vcores they free are back before the
             # offers of the same call are applied.

@@ -90,11 +90,12 @@ def test_compare_counts_goals_sdr_moves_and_names_the_cells_that_changed(
         ev.compare(before, [_cell("c", "Fixed1x", {"oracle": 0.5, "promise": 0.5})])
 
 
-def _ended(status: str, reason: str, after_s: float = 0.0) -> Any:
+def _ended(status: str, reason: str, after_s: float = 0.0, waited_for: str = "") -> Any:
     from app.sim.jobs import JobRun, SimJob, Status
 
     run = JobRun(SimJob("j", 100.0, 4, 400.0, deadline_s=200.0), max_cpus=4)
     run.status, run.reason, run.end_s = Status[status], reason, 100.0 + after_s
+    run.waited_for = waited_for
     return run
 
 
@@ -146,6 +147,47 @@ def test_each_lost_job_is_named_by_what_promise_did_with_it(
     ev: ModuleType, status: str, reason: str, after_s: float, expected: str
 ) -> None:
     assert ev.loss_class(_ended(status, reason, after_s)) == expected
+
+
+def test_a_job_held_back_for_crowd_out_is_named_so_not_by_its_bound(ev: ModuleType) -> None:
+    refused = "cannot finish by its deadline now+9s: ... (task_s@n:etl-<n>|u:4|q:b)"
+    held = "capacity: holding 5 vcores would crowd out about 1.2 arriving jobs"
+    assert ev.loss_class(_ended("DROPPED", refused, 1e-6, held)) == (
+        "refused at arrival, held back for the arrivals it would crowd out"
+    )
+    # waiting for anything else, it is named by the bound that refused it, as before
+    other = "vcores to free up (after j2, expected at now+4s)"
+    assert ev.loss_class(_ended("DROPPED", refused, 30.0, other)) == (
+        "refused after waiting, bound by its signature's task times"
+    )
+
+
+def test_the_simulator_keeps_why_a_job_last_waited() -> None:
+    from app.sim.cluster import ClusterSpec
+    from app.sim.jobs import SimJob, Status
+    from app.sim.promise_adapter import PromiseAllocator
+    from app.sim.runner import Simulation
+
+    # One vcore: a starts at once; b arrives while a runs and waits for its vcore.
+    jobs = [
+        SimJob("a", 0.0, 1, 100.0, deadline_s=200.0),
+        SimJob("b", 1.0, 1, 50.0, deadline_s=300.0),
+    ]
+    alloc = PromiseAllocator()
+    queued: list[str] = []
+    apply = alloc._apply
+
+    def spy(d: Any) -> None:
+        if d.action == "queue" and d.job_id == "b":
+            queued.append(d.reason)
+        apply(d)
+
+    alloc._apply = spy  # type: ignore[method-assign]
+    res = Simulation(jobs, alloc, ClusterSpec(1), model="fluid").run()
+    runs = {r.job.job_id: r for r in res.runs}
+    assert runs["a"].waited_for == "" and runs["b"].start_s == pytest.approx(100.0)
+    assert queued and runs["b"].waited_for == queued[-1]
+    assert runs["b"].status is Status.SUCCEEDED
 
 
 def test_explain_reruns_failing_cells_then_those_behind_within_the_goal(ev: ModuleType) -> None:
