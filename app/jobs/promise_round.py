@@ -186,7 +186,7 @@ def promise_round(
         ),
         # and the median of the vcores each needs at once (``core.Sizes``)
         "arrival_need_vcores": (
-            load.sizes.needs[len(load.sizes.needs) // 2] if load.sizes else None
+            sorted(load.sizes.needs)[len(load.sizes.needs) // 2] if load.sizes else None
         ),
     }
     recorded: list[core.Decision] = []

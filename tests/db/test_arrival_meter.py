@@ -86,7 +86,7 @@ def test_the_live_meter_keeps_each_arrivals_slack_and_size(db: Db) -> None:
     # once (7 waves of 4/3 s fit its 10 s); their work: 40, 20 and 16 vcore-seconds
     assert load.sizes is not None
     assert load.sizes.works == pytest.approx((16.0, 20.0, 40.0))
-    assert load.sizes.needs == (1, 1, 2)
+    assert load.sizes.needs == (2, 1, 1)  # each with its work: c's, b's, a's
 
 
 def test_submissions_older_than_five_time_constants_are_not_read(db: Db) -> None:

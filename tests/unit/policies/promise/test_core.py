@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
 
+import numpy as np
 import pytest
 
 from app.policies.base import PolicyError
@@ -161,63 +161,105 @@ def test_arrivals_that_can_wait_for_room_are_not_crowded_out() -> None:
     assert d.action == "admit"
     # All of them could wait 60 s: lost only those arriving in the first 40 s, 0.44 jobs.
     assert core._crowded_out(
-        core.Load(0.1, 9.0, core.Slack.of([60.0])), 10, [], 0.0, 2, 100.0
+        core.Load(0.1, 9.0, core.Slack.of([60.0])), 10, [], 0.0, 2, 100.0, 200.0, 10
     ) == pytest.approx(0.1 * 40.0 / 9.0)
 
 
-def test_sizes_count_arrivals_not_their_work() -> None:
-    sizes = core.Sizes.of([80.0, 10.0, 10.0], [8, 1, 2])  # 100 vcore-s in all
-    # by work, smallest first, linear inside an arrival
-    assert sizes.served(0.0) == 0.0
-    assert sizes.served(0.1) == pytest.approx(1 / 3)  # the first 10
-    assert sizes.served(0.2) == pytest.approx(2 / 3)  # both small ones
-    assert sizes.served(0.6) == pytest.approx((2 + 40 / 80) / 3)  # half of the large one
-    assert sizes.served(1.0) == 1.0 and sizes.served(1.5) == 1.0
-    # by need: the share that fits in so many vcores at once
-    assert sizes.fitting(0) == 0.0 and sizes.fitting(1) == pytest.approx(1 / 3)
-    assert sizes.fitting(7.5) == pytest.approx(2 / 3) and sizes.fitting(8) == 1.0
-    # a hold of 5 beside 2 spare: by need the 8-vcore arrival does not fit either way (none
-    # lost); by work (demand 10) the spare serves 0.7 of the work instead of 0.2: 2.625 of the
-    # three arrivals instead of 2
-    assert sizes.taken(2.0, 5.0, 10.0) == pytest.approx((2 + 50 / 80) / 3 - 2 / 3)
-    # beside 3 spare it is the large arrival's room (3 -> 8): one in three by need
-    assert sizes.taken(3.0, 5.0, 10.0) == pytest.approx(1 / 3)
-    # no work recorded: a part of the demand is that part of the arrivals
-    assert core.Sizes.of([0.0, 0.0], [1, 1]).served(0.25) == pytest.approx(0.25)
+def _erlang_b(servers: int, offered: float) -> float:
+    """Erlang's loss formula by its recursion: the share of arrivals a full system turns away."""
+    b = 1.0
+    for c in range(1, servers + 1):
+        b = offered * b / (c + offered * b)
+    return b
 
 
-def test_taken_is_the_larger_of_the_arrivals_that_no_longer_fit_and_no_longer_get_served() -> None:
-    rng = random.Random(7)
-    for _ in range(300):
-        n = rng.randint(1, 12)
-        works = [rng.choice([0.0, rng.uniform(0, 50), rng.uniform(0, 5000)]) for _ in range(n)]
-        sizes = core.Sizes.of(works, [rng.randint(1, 40) for _ in range(n)])
-        spare, hold, demand = rng.uniform(0, 60), rng.randint(1, 40), rng.uniform(1, 90)
-        by_need = sizes.fitting(spare + hold) - sizes.fitting(spare)
-        by_work = sizes.served((spare + hold) / demand) - sizes.served(spare / demand)
-        assert sizes.taken(spare, hold, demand) == pytest.approx(max(by_need, by_work))
+def test_the_arrivals_occupancy_is_the_product_form_of_their_loss_system() -> None:
+    # Two arrivals (equally likely) at 0.3 jobs/s in all: one needs 1 vcore for 10 s, one 3
+    # vcores for 20 s (60 vcore-s), on 7 vcores (one unit each). Their counts are Poisson of
+    # means 1.5 and 3, truncated to the states that fit: m1 + 3 m2 <= 7.
+    sizes = core.Sizes.of([60.0, 10.0], [3, 1])
+    assert sizes.works == (10.0, 60.0) and sizes.needs == (1, 3) and sizes.smaller(60.0) == 1
+    load = core.Load(0.3, 6.0, sizes=sizes)
+    cdf = core._occupancy(load, sizes, 2, 1, 7)
+    weight = {
+        (m1, m2): 1.5**m1 / math.factorial(m1) * 3.0**m2 / math.factorial(m2)
+        for m1 in range(8)
+        for m2 in range(3)
+        if m1 + 3 * m2 <= 7
+    }
+    for level in range(8):
+        # an arrival of each kind is blocked when fewer vcores than it needs are free
+        states = {(m1, m2): w for (m1, m2), w in weight.items() if m1 + 3 * m2 <= level}
+        want = [
+            sum(w for (m1, m2), w in states.items() if level - m1 - 3 * m2 < need)
+            / sum(states.values())
+            for need in (1, 3)
+        ]
+        assert core._blocked(cdf, np.array([1, 3]), level) == pytest.approx(want)
+    assert list(core._blocked(cdf, np.array([1, 3]), -1)) == [1.0, 1.0]
+    # one vcore arrivals alone (the first prefix) are Erlang's loss system
+    alone = core._occupancy(load, sizes, 1, 1, 7)
+    assert core._blocked(alone, np.array([1]), 4) == pytest.approx([_erlang_b(4, 1.5)])
 
 
-def test_a_hold_costs_the_arrivals_it_leaves_no_room_for_not_a_share_of_their_work() -> None:
-    est = _taught(0.5)
+def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() -> None:
+    # On 7 vcores, 1-vcore arrivals of 10 s and 6-vcore ones of 200 s (30 erlangs) that hold
+    # 6 of them nearly all the time. Beside a hold of 5, 2 are left: the 6-vcore ones never
+    # fit, so the 1-vcore ones no longer share with them and are blocked less often than on
+    # all 7. In the cluster the larger ones wait or come back; only the more often blocked
+    # count.
+    sizes = core.Sizes.of([10.0, 1200.0], [1, 6])
+    load = core.Load(0.3, 181.5, sizes=sizes)
+    cdf = core._occupancy(load, sizes, 2, 1, 7)
+    need = np.array([1, 6])
+    beside, alone = core._blocked(cdf, need, 2), core._blocked(cdf, need, 7)
+    assert beside[0] < alone[0] and beside[1] == 1.0 > alone[1]
+    lost = core._crowded_out(load, 7, [], 0.0, 5, 100.0, 2000.0, 7)
+    assert lost == pytest.approx(0.3 * 100.0 * (beside[1] - alone[1]) / 2)
+
+
+def test_a_hold_costs_how_much_more_often_arrivals_find_no_room() -> None:
+    est = _taught(0.5)  # a: 4 tasks, central work 200 vcore-s; 2 vcores for 100 s
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # As above: a's grant of 2 leaves 8 of the 9 vcores arrivals need for 100 s at 0.1 jobs/s.
-    # Arrivals alike: 8 vcores serve 8 of 9 of them, so a costs one in nine, 1.1 jobs: a waits.
-    alike = core.Load(0.1, 9.0, sizes=core.Sizes.of([90.0] * 9, [1] * 9))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, alike)
-    assert d.action == "queue" and "crowd out about 1.1" in d.reason
-    # One in nine brings half of their work: 8 vcores still serve every small one and most of
-    # the large one, whose 400 vcore-s lose a ninth of all 800, 0.25 jobs in 100 s: a starts.
-    skewed = core.Load(0.1, 9.0, sizes=core.Sizes.of([50.0] * 8 + [400.0], [1] * 9))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, skewed)
+    # Arrivals alike: 1 vcore for 50 s, at 0.2 jobs/s (10 erlangs) on 10 vcores. Beside a's
+    # grant they are blocked B(8, 10) of the time instead of B(10, 10) (Erlang): 2.5 jobs
+    # lost over its 100 s, so a waits.
+    alike = core.Sizes.of([50.0] * 9, [1] * 9)
+    busy = core.Load(0.2, 10.0, sizes=alike)
+    lost = 0.2 * 100.0 * (_erlang_b(8, 10.0) - _erlang_b(10, 10.0))
+    assert lost == pytest.approx(2.47, abs=0.01)
+    assert core._crowded_out(busy, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(lost)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
+    assert d.action == "queue" and "crowd out about 2.5" in d.reason
+    # At 0.05 jobs/s (2.5 erlangs) 10 vcores or 8 hardly ever block one: a starts.
+    calm = core.Load(0.05, 2.5, sizes=alike)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, calm)
     assert d.action == "admit"
-    lost = core._crowded_out(skewed, 10, [], 0.0, 2, 100.0)
-    assert lost == pytest.approx(10.0 * (800.0 / 9.0) / 400.0 / 9.0)
-    # ... unless that one needs 9 vcores at once: beside a's grant it no longer fits, one
-    # arrival in nine again, 1.1 jobs.
-    wide = core.Load(0.1, 9.0, sizes=core.Sizes.of([50.0] * 8 + [400.0], [1] * 8 + [9]))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, wide)
-    assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # The mean demand (10 vcores) fits beside it only with none to spare: treated as a fluid,
+    # arrivals lost nothing until the spare fell below it, though they block each other at
+    # random; with no size known that is still the rule.
+    assert core._crowded_out(
+        core.Load(0.2, 8.0), 10, [], 0.0, 2, 100.0, 200.0, 10
+    ) == pytest.approx(0.0)
+
+
+def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
+    est = _taught(0.5)  # a's central work: 200 vcore-s
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # The same arrivals, 1 vcore each, but for 400 s: larger than a, none counts, and a starts.
+    # Holding a back for them would trade one met deadline for one that takes more vcores.
+    larger = core.Load(0.025, 10.0, sizes=core.Sizes.of([400.0] * 9, [1] * 9))
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, larger)
+    assert d.action == "admit"
+    # Nor does an arrival of a's own work (a itself, counted when it arrived): one like it
+    # meets the same test when it comes.
+    assert core._crowded_out(larger, 10, [], 0.0, 2, 100.0, 400.0, 10) == 0.0
+    # Smaller ones count, and only they occupy the vcores left: one arrival in ten takes 1
+    # vcore for 50 s (1 erlang at 0.02 jobs/s), and its loss system is Erlang's alone.
+    mixed = core.Load(0.2, 10.0, sizes=core.Sizes.of([50.0] + [400.0] * 9, [1] * 10))
+    assert core._crowded_out(mixed, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(
+        0.2 * 100.0 * (_erlang_b(8, 1.0) - _erlang_b(10, 1.0)) / 10
+    )
 
 
 def test_an_arrivals_need_is_its_smallest_grant_for_its_deadline() -> None:
@@ -239,7 +281,7 @@ def test_load_meter_keeps_the_sizes_of_the_last_arrivals() -> None:
         meter.arrive(float(i), float(i), need=i % 5 + 1)
     sizes = meter.load(100.0).sizes
     assert sizes is not None and sizes.works == tuple(float(i) for i in range(3, 67))
-    assert sizes.needs == tuple(sorted(i % 5 + 1 for i in range(3, 67)))
+    assert sizes.needs == tuple(i % 5 + 1 for i in range(3, 67))  # each with its work
 
 
 def test_load_meter_keeps_the_slack_of_the_last_arrivals() -> None:
