@@ -1021,7 +1021,9 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     while len(pmfs) <= k:
         i = len(pmfs) - 1
         need, work = sizes.needs[i], sizes.works[i]
-        offered = rate * work / need if need > 0 else 0.0
+        # More calls offered than there are units fill the system alone; capped there, the
+        # smallest terms of the counts stay within floating point (e^-units at worst).
+        offered = min(rate * work / need, units) if need > 0 else 0.0
         pmf = pmfs[-1]
         if offered > 0:
             size = max(1, math.ceil(need / unit))
@@ -1030,7 +1032,12 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
             count = np.zeros(units + 1)
             count[m * size] = np.exp(log_p - log_p.max())
             pmf = np.convolve(pmf, count)[: units + 1]
-            pmf = pmf / pmf.sum()
+            total = pmf.sum()
+            if total > 0:
+                pmf = pmf / total
+            else:  # nothing left within the units: the system is full
+                pmf = np.zeros(units + 1)
+                pmf[units] = 1.0
         pmfs.append(pmf)
     cdf = np.cumsum(pmfs[k])
     cache[("cdf", k, unit)] = cdf

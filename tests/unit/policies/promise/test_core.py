@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -216,6 +217,23 @@ def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() 
     assert beside[0] < alone[0] and beside[1] == 1.0 > alone[1]
     lost = core._crowded_out(load, 7, [], 0.0, 5, 100.0, 2000.0, 7)
     assert lost == pytest.approx(0.3 * 100.0 * (beside[1] - alone[1]) / 2)
+
+
+def test_a_saturated_loss_system_stays_a_distribution() -> None:
+    # Arrivals offering far more than the cluster holds (1-vcore jobs of 10^6 s and 50-vcore
+    # ones of 2 * 10^5 s, 10 a second): without a cap on each count's mean its smallest terms
+    # underflow and the occupancy was 0 / 0. It stays a distribution, near full: the 50-vcore
+    # arrivals never find room, the 1-vcore ones nearly never.
+    sizes = core.Sizes.of([1e6] * 8 + [1e7] * 8, [1] * 8 + [50] * 8)
+    load = core.Load(10.0, 1e8, sizes=sizes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cdf = core._occupancy(load, sizes, 16, 1, 256)
+        assert np.isfinite(cdf).all() and cdf[-1] == pytest.approx(1.0)
+        for level in (200, 256):
+            small, large = core._blocked(cdf, np.array([1, 50]), level)
+            assert large == pytest.approx(1.0) and 0.8 < small < 1.0
+        assert math.isfinite(core._crowded_out(load, 256, [], 0.0, 50, 100.0, 1e9, 256))
 
 
 def test_a_hold_costs_how_much_more_often_arrivals_find_no_room() -> None:
