@@ -116,6 +116,7 @@ Pure: no I/O, no clock (``now_s`` is an argument).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections import deque
@@ -994,6 +995,12 @@ class Sizes:
 LOSS_UNITS = 256
 
 
+@functools.cache
+def _log_factorials(units: int) -> Any:
+    """``log m!`` for ``m = 0 .. units`` (a numpy array): the same for every round of a cluster."""
+    return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, units + 1)))))
+
+
 def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     """The cumulative distribution of the units held by the ``k`` smallest recent arrivals, as a
     multi-rate loss system of ``units`` units (a numpy array over 0 .. units).
@@ -1014,10 +1021,7 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
         first[0] = 1.0
         pmfs.append(first)
     rate = load.jobs_per_s / len(sizes.works)
-    log_fact = cache.get(("log_fact", 0, units))
-    if log_fact is None:  # log m! for m = 0 .. units
-        log_fact = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, units + 1)))))
-        cache[("log_fact", 0, units)] = log_fact
+    log_fact = _log_factorials(units)
     while len(pmfs) <= k:
         i = len(pmfs) - 1
         need, work = sizes.needs[i], sizes.works[i]
@@ -1185,22 +1189,10 @@ def _crowded_out(
         need = np.array([max(1, math.ceil(n / unit)) for n in sizes.needs[:k]])
         load.cache[("need", k, unit)] = need
     end = now_s + duration
-    level = avail - hold  # spare: what arrivals find free beside this job
-    steps: list[tuple[float, float, int]] = []  # (from, to, spare)
-    t = now_s
-    for at, vcores in held:  # in time order
-        if at >= end:
-            break
-        if at > t:
-            steps.append((t, at, level))
-            t = at
-        level += vcores
-    if end > t:
-        steps.append((t, end, level))
     slack = load.slack
     shares: dict[int, float] = {}  # by the spare in units: the share of arrivals it blocks
     lost_s = 0.0  # seconds of arrivals (at the full rate) that cannot wait
-    for a, b, spare in steps:
+    for a, b, spare in _spare_steps(avail - hold, held, now_s, end):
         lo = math.floor(spare / unit)
         share = shares.get(lo)
         if share is None:
@@ -1214,6 +1206,27 @@ def _crowded_out(
     return load.jobs_per_s * lost_s
 
 
+def _spare_steps(
+    spare: int, held: list[tuple[float, int]], now_s: float, end: float
+) -> list[tuple[float, float, int]]:
+    """``(from, to, vcores free)`` from ``now_s`` until ``end``: ``spare`` at first, plus what
+    each job in ``held`` (``(time, vcores)`` in time order) releases at its time. The interval
+    form of ``_timeline``, cut at ``end``: a crowd-out estimate runs for every hold it prices
+    and reads no release after the hold ends."""
+    steps: list[tuple[float, float, int]] = []
+    t = now_s
+    for at, vcores in held:
+        if at >= end:
+            break
+        if at > t:
+            steps.append((t, at, spare))
+            t = at
+        spare += vcores
+    if end > t:
+        steps.append((t, end, spare))
+    return steps
+
+
 def _crowded_out_fluid(
     load: Load, avail: int, held: list[tuple[float, int]], now_s: float, hold: int, duration: float
 ) -> float:
@@ -1223,19 +1236,12 @@ def _crowded_out_fluid(
     ``min(hold, demand - spare) / demand``, is the share of arrivals lost, if they cannot wait
     until the shortage ends (``Slack.short_s``)."""
     demand = load.vcores
-    level = avail - hold
-    end = now_s + duration
-    short: list[tuple[float, float, float]] = []  # (from, to, share of the arrivals taken)
-    t = now_s
-    for at, vcores in held:  # in time order
-        if level >= demand or at >= end:
-            break
-        if at > t:
-            short.append((t, at, min(hold, demand - level) / demand))
-            t = at
-        level += vcores
-    if level < demand and end > t:
-        short.append((t, end, min(hold, demand - level) / demand))
+    # the steps where the spare is short of the demand: the first ones, as releases only add
+    short = [
+        (a, b, min(hold, demand - spare) / demand)
+        for a, b, spare in _spare_steps(avail - hold, held, now_s, now_s + duration)
+        if spare < demand
+    ]
     if not short:
         return 0.0
     room_at = short[-1][1]  # when arrivals find room again
