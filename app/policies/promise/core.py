@@ -1001,6 +1001,25 @@ def _log_factorials(units: int) -> Any:
     return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, units + 1)))))
 
 
+def _classes(load: Load, sizes: Sizes, unit: int, units: int) -> tuple[Any, Any]:
+    """Each recent arrival's class in the loss system (``_occupancy``), as numpy arrays in the
+    order of ``sizes``: its need in whole units (at least one) and its count's mean, ``rate *
+    work / need`` at ``rate = jobs_per_s / n`` (0 for an arrival needing nothing). Built once per
+    round (kept on ``load``)."""
+    key = ("classes", 0, unit)
+    known = load.cache.get(key)
+    if known is None:
+        needs = np.array(sizes.needs, dtype=float)
+        rate = load.jobs_per_s / len(sizes.works)
+        size = np.maximum(1, np.ceil(needs / unit)).astype(int)
+        positive = needs > 0
+        # More calls offered than there are units fill the system alone; capped there, the
+        # smallest terms of the counts stay within floating point (e^-units at worst).
+        mean = rate * np.array(sizes.works) / np.where(positive, needs, 1.0)
+        known = load.cache[key] = (size, np.where(positive, np.minimum(mean, units), 0.0))
+    return known
+
+
 def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     """The cumulative distribution of the units held by the ``k`` smallest recent arrivals, as a
     multi-rate loss system of ``units`` units (a numpy array over 0 .. units).
@@ -1010,55 +1029,65 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     that need. Admitted when that many are free and lost otherwise, such arrivals' occupancy has
     a product form (Kaufman 1981; Roberts 1981): the convolution of one Poisson count per
     arrival, each of mean ``rate * duration`` and of its size in units, truncated to the units
-    there are. The prefixes' distributions are built in order and kept on ``load``."""
+    there are. Counts of one size add up to one Poisson count of their summed mean, so a prefix
+    costs one convolution per size in it, not one per arrival; the distributions built are kept
+    on ``load``, and a longer prefix starts from the longest one kept below it."""
     cache = load.cache
     cdf = cache.get(("cdf", k, unit))
     if cdf is not None:
         return cdf
-    pmfs: list[Any] = cache.setdefault(("pmfs", 0, unit), [])  # the pmf of each prefix so far
-    if not pmfs:
-        first = np.zeros(units + 1)
-        first[0] = 1.0
-        pmfs.append(first)
-    rate = load.jobs_per_s / len(sizes.works)
+    built: dict[int, Any] = cache.setdefault(("pmf", 0, unit), {})  # prefix length: its pmf
+    start = max((j for j in built if j <= k), default=0)
+    if start:
+        pmf = built[start]
+    else:
+        pmf = np.zeros(units + 1)
+        pmf[0] = 1.0
+    in_units, offered = _classes(load, sizes, unit, units)
+    # by size in units: the summed mean of the counts of the arrivals not yet in ``pmf``
+    means = np.bincount(in_units[start:k], weights=offered[start:k])
     log_fact = _log_factorials(units)
-    while len(pmfs) <= k:
-        i = len(pmfs) - 1
-        need, work = sizes.needs[i], sizes.works[i]
-        # More calls offered than there are units fill the system alone; capped there, the
-        # smallest terms of the counts stay within floating point (e^-units at worst).
-        offered = min(rate * work / need, units) if need > 0 else 0.0
-        pmf = pmfs[-1]
-        if offered > 0:
-            size = max(1, math.ceil(need / unit))
-            m = np.arange(units // size + 1)
-            log_p = m * math.log(offered) - log_fact[m]
-            count = np.zeros(units + 1)
-            count[m * size] = np.exp(log_p - log_p.max())
-            pmf = np.convolve(pmf, count)[: units + 1]
-            total = pmf.sum()
-            if total > 0:
-                pmf = pmf / total
-            else:  # nothing left within the units: the system is full
-                pmf = np.zeros(units + 1)
-                pmf[units] = 1.0
-        pmfs.append(pmf)
-    cdf = np.cumsum(pmfs[k])
+    for size in np.flatnonzero(means).tolist():
+        mean = float(means[size])
+        m = np.arange(units // size + 1)
+        log_p = m * math.log(mean) - log_fact[m]
+        count = np.exp(log_p - log_p.max())
+        if len(count) <= _SPARSE_TERMS:  # few terms far apart: shift and add
+            out = pmf * count[0]
+            for j in range(1, len(count)):
+                out[j * size :] += count[j] * pmf[: units + 1 - j * size]
+        else:
+            kernel = np.zeros(m[-1] * size + 1)
+            kernel[m * size] = count
+            out = np.convolve(pmf, kernel)[: units + 1]
+        total = out.sum()
+        if total > 0:
+            pmf = out / total
+        else:  # nothing left within the units: the system is full
+            pmf = np.zeros(units + 1)
+            pmf[units] = 1.0
+    built[k] = pmf
+    cdf = np.cumsum(pmf)
     cache[("cdf", k, unit)] = cdf
     return cdf
 
 
-def _blocked(cdf: Any, sizes: Any, level: int) -> Any:
+# A Poisson count with at most this many terms within the units is added as shifted copies
+# rather than convolved (``_occupancy``): cheaper for the large sizes, whose terms are few.
+_SPARSE_TERMS = 8
+
+
+def _blocked(cdf: Any, sizes: Any, level: Any) -> Any:
     """The chance that each arrival of ``sizes`` units (a numpy array) is blocked by the
-    occupancy ``cdf`` on ``level`` units: when fewer than its size are free."""
-    if level < 0:
-        return np.ones(len(sizes))
-    level = min(level, len(cdf) - 1)
-    total = cdf[level]
-    if total <= 0:  # the occupancy is never this low: every arrival finds it full
-        return np.ones(len(sizes))
-    room = level - sizes
-    return 1.0 - np.where(room >= 0, cdf[np.maximum(room, 0)], 0.0) / total
+    occupancy ``cdf`` on ``level`` units: when fewer than its size are free. ``level`` may be an
+    array of levels: then one row of chances per level."""
+    levels = np.minimum(np.asarray(level), len(cdf) - 1)
+    total = cdf[np.maximum(levels, 0)][..., None]
+    room = levels[..., None] - sizes
+    free = np.where(room >= 0, cdf[np.maximum(room, 0)], 0.0)
+    # Below no units, or where the occupancy is never this low, every arrival finds it full.
+    known = (levels[..., None] >= 0) & (total > 0)
+    return np.where(known, 1.0 - free / np.where(known, total, 1.0), 1.0)
 
 
 def need_of(
@@ -1183,24 +1212,20 @@ def _crowded_out(
     if k == 0:
         return 0.0
     unit = max(1, math.ceil(capacity / LOSS_UNITS))
-    cdf = _occupancy(load, sizes, k, unit, math.ceil(capacity / unit))
-    need = load.cache.get(("need", k, unit))
-    if need is None:  # each counted arrival's need in units
-        need = np.array([max(1, math.ceil(n / unit)) for n in sizes.needs[:k]])
-        load.cache[("need", k, unit)] = need
+    units = math.ceil(capacity / unit)
+    cdf = _occupancy(load, sizes, k, unit, units)
+    need = _classes(load, sizes, unit, units)[0][:k]  # each counted arrival's, in units
     end = now_s + duration
     slack = load.slack
-    shares: dict[int, float] = {}  # by the spare in units: the share of arrivals it blocks
+    steps = _spare_steps(avail - hold, held, now_s, end)
+    spares = np.array([spare for _, _, spare in steps])
+    # A hold makes no room for anyone: an arrival the loss system finds less often blocked
+    # beside it is one that larger arrivals, turned away there, no longer crowd; in the
+    # cluster those wait or come back, so that is not counted as a gain.
+    more = _blocked(cdf, need, spares // unit) - _blocked(cdf, need, (spares + hold) // unit)
+    shares = np.maximum(more, 0.0).sum(axis=1) / len(sizes.works)  # of arrivals, per step
     lost_s = 0.0  # seconds of arrivals (at the full rate) that cannot wait
-    for a, b, spare in _spare_steps(avail - hold, held, now_s, end):
-        lo = math.floor(spare / unit)
-        share = shares.get(lo)
-        if share is None:
-            # A hold makes no room for anyone: an arrival the loss system finds less often
-            # blocked beside it is one that larger arrivals, turned away there, no longer crowd;
-            # in the cluster those wait or come back, so that is not counted as a gain.
-            more = _blocked(cdf, need, lo) - _blocked(cdf, need, math.floor((spare + hold) / unit))
-            share = shares[lo] = float(np.maximum(more, 0.0).sum()) / len(sizes.works)
+    for (a, b, _), share in zip(steps, shares.tolist(), strict=True):
         if share > 0:
             lost_s += share * (b - a if slack is None else slack.short_s(end - b, end - a))
     return load.jobs_per_s * lost_s

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import warnings
 
@@ -201,6 +202,42 @@ def test_the_arrivals_occupancy_is_the_product_form_of_their_loss_system() -> No
     # one vcore arrivals alone (the first prefix) are Erlang's loss system
     alone = core._occupancy(load, sizes, 1, 1, 7)
     assert core._blocked(alone, np.array([1]), 4) == pytest.approx([_erlang_b(4, 1.5)])
+
+
+def test_arrivals_of_one_size_are_one_poisson_count_and_prefixes_extend_kept_ones() -> None:
+    # Seven arrivals of three sizes (1, 3 and 8 units) on 20 units. The occupancy is built one
+    # convolution per size; it must equal the product form summed state by state, whether a
+    # prefix is built from nothing or extended from a shorter one kept on the load.
+    works, needs = [5.0, 9.0, 12.0, 30.0, 40.0, 64.0, 80.0], [1, 3, 1, 3, 8, 1, 8]
+    sizes = core.Sizes.of(works, needs)
+    rate = 0.7
+
+    def by_hand(k: int, units: int) -> list[float]:
+        means: dict[int, float] = {}
+        for w, n in zip(sizes.works[:k], sizes.needs[:k], strict=True):
+            means[int(n)] = means.get(int(n), 0.0) + rate / len(works) * w / n
+        weight = [0.0] * (units + 1)
+        kinds = sorted(means)
+        for counts in itertools.product(*(range(units // s + 1) for s in kinds)):
+            held = sum(c * s for c, s in zip(counts, kinds, strict=True))
+            if held <= units:
+                weight[held] += math.prod(
+                    means[s] ** c / math.factorial(c) for c, s in zip(counts, kinds, strict=True)
+                )
+        return list(itertools.accumulate(w / sum(weight) for w in weight))
+
+    fresh = core.Load(rate, 1.0, sizes=sizes)
+    extended = core.Load(rate, 1.0, sizes=sizes)
+    for k in (2, 5, 7):  # each extends the one before
+        assert list(core._occupancy(extended, sizes, k, 1, 20)) == pytest.approx(by_hand(k, 20))
+    assert list(core._occupancy(fresh, sizes, 7, 1, 20)) == pytest.approx(by_hand(7, 20))
+    # levels in one array give one row of blocking chances per level
+    cdf = core._occupancy(fresh, sizes, 7, 1, 20)
+    need = np.array([1, 3, 8])
+    rows = core._blocked(cdf, need, np.array([-1, 0, 5, 20, 40]))
+    for row, level in zip(rows, (-1, 0, 5, 20, 40), strict=True):
+        assert list(row) == pytest.approx(list(core._blocked(cdf, need, level)))
+    assert list(rows[0]) == [1.0, 1.0, 1.0] and rows[3][0] < rows[3][2] < 1.0
 
 
 def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() -> None:
