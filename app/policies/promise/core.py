@@ -994,6 +994,10 @@ class Sizes:
 # is ``ceil(capacity / LOSS_UNITS)`` vcores, each arrival's need rounded up to whole units.
 LOSS_UNITS = 256
 
+# A Poisson count with at most this many terms within the units is added as shifted copies
+# rather than convolved (``_occupancy``): cheaper for the large sizes, whose terms are few.
+_SPARSE_TERMS = 8
+
 
 @functools.cache
 def _log_factorials(units: int) -> Any:
@@ -1032,14 +1036,14 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     there are. Counts of one size add up to one Poisson count of their summed mean, so a prefix
     costs one convolution per size in it, not one per arrival; the distributions built are kept
     on ``load``, and a longer prefix starts from the longest one kept below it."""
-    cache = load.cache
-    cdf = cache.get(("cdf", k, unit))
-    if cdf is not None:
-        return cdf
-    built: dict[int, Any] = cache.setdefault(("pmf", 0, unit), {})  # prefix length: its pmf
+    # prefix length: its pmf and cdf
+    built: dict[int, tuple[Any, Any]] = load.cache.setdefault(("occupancy", 0, unit), {})
+    known = built.get(k)
+    if known is not None:
+        return known[1]
     start = max((j for j in built if j <= k), default=0)
     if start:
-        pmf = built[start]
+        pmf = built[start][0]
     else:
         pmf = np.zeros(units + 1)
         pmf[0] = 1.0
@@ -1066,15 +1070,9 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
         else:  # nothing left within the units: the system is full
             pmf = np.zeros(units + 1)
             pmf[units] = 1.0
-    built[k] = pmf
     cdf = np.cumsum(pmf)
-    cache[("cdf", k, unit)] = cdf
+    built[k] = (pmf, cdf)
     return cdf
-
-
-# A Poisson count with at most this many terms within the units is added as shifted copies
-# rather than convolved (``_occupancy``): cheaper for the large sizes, whose terms are few.
-_SPARSE_TERMS = 8
 
 
 def _blocked(cdf: Any, sizes: Any, level: Any) -> Any:
