@@ -31,6 +31,11 @@ it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring
 3 (``--seeds``), each cell's deadlines drawn with its workload's seed (with template deadlines,
 ``recurring`` only). ``--compare BEFORE.json AFTER.json`` prints what changed between two saved
 runs of the same cells: goal, SDR condition, mean SDR, WTR above 0.02, and the cells that moved.
+
+``--rerun FILE.json`` runs Promise alone again on a saved run's cells (same ``--traces``,
+``--limit-jobs``, ``--skip-jobs`` and ``--seed``) and keeps the other policies' saved results,
+which Promise's code does not change: a change to Promise is measured in the time Promise takes
+(``--out`` writes the merged cells, for ``--compare``).
 """
 
 from __future__ import annotations
@@ -194,15 +199,71 @@ def run_cell(
     dj = deadlines.assign_deadlines(jobs, kind, cap, seed, basis)
     out: dict[str, dict[str, Any]] = {}
     for name in POLICIES:
+        if name == "promise":
+            out[name] = run_promise(dj, cap, model)
+            continue
         result = experiment.run_policy(name, dj, ClusterSpec(cap), model=model)
         s = result.summary()
         out[name] = {k: s[k] for k in KEYS}
         out[name]["wall_s"] = s["wall_s"]
-    # Promise's estimator error on the same cell (a separate run keeps run_policy unchanged).
-    alloc = PromiseAllocator()
-    Simulation(dj, alloc, ClusterSpec(cap), model=model).run()
-    out["promise"]["off_by_2x"] = alloc.estimator.totals()["off_by_2x"]
     return out
+
+
+def run_promise(dj: list[SimJob], cap: int, model: str) -> dict[str, Any]:
+    """Promise on one cell's jobs, their deadlines assigned: the metrics every policy keeps, and
+    its estimator's share of work predictions off by 2x or more (from the same run)."""
+    alloc = PromiseAllocator()
+    s = Simulation(dj, alloc, ClusterSpec(cap), model=model).run().summary()
+    out = {k: s[k] for k in KEYS}
+    out["wall_s"] = s["wall_s"]
+    out["off_by_2x"] = alloc.estimator.totals()["off_by_2x"]
+    return out
+
+
+def rerun(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int) -> None:
+    """Run Promise alone again on each saved cell (the code as it is now) and put its results,
+    margin and goal in place of the saved ones, printing each cell's row; the other policies'
+    saved results stand (they do not change with Promise's code)."""
+    print(_HEADER)
+    for c in cells:
+        picked = SELECTION_NAME.fullmatch(c["workload"])
+        dj = deadlines.assign_deadlines(
+            loads[c["workload"]],
+            c["deadlines"],
+            c["vcores"],
+            int(picked.group(1)) if picked else seed,
+            c.get("basis", "ideal"),
+        )
+        c["results"]["promise"] = run_promise(dj, c["vcores"], c["model"])
+        c["margin"], c["goal"] = _scored(c["results"])
+        row = _row(c["workload"], c["vcores"], c["deadlines"], c["model"], c["results"])
+        print(row, flush=True)
+
+
+def _scored(res: dict[str, dict[str, Any]]) -> tuple[float, bool]:
+    """A cell's margin (Promise's SDR over the best other policy's) and whether the goal holds."""
+    margin = float(res["promise"]["sdr"]) - max(res[n]["sdr"] for n in POLICIES if n != "promise")
+    return margin, goal_holds(margin, res["promise"]["wtr"])
+
+
+_HEADER = (
+    f"{'workload':<12}{'cap':>6}{'deadlines':>12}{'model':>7} "
+    + " ".join(f"{n[:7]:>7}" for n in POLICIES)
+    + f"{'margin':>8}{'p.wtr':>7}{'2x':>6} goal"
+)
+
+
+def _row(wname: str, cap: int, kind: str, model: str, res: dict[str, dict[str, Any]]) -> str:
+    """One cell's line of the printed table."""
+    margin, ok = _scored(res)
+    off = res["promise"]["off_by_2x"]
+    off_txt = f"{off:>6.2f}" if off is not None else f"{'-':>6}"
+    return (
+        f"{wname:<12}{cap:>6}{kind:>12}{model:>7} "
+        + " ".join(f"{res[n]['sdr']:>7.3f}" for n in POLICIES)
+        + f"{margin:>+8.3f}{res['promise']['wtr']:>7.3f}"
+        + f"{off_txt} {'ok' if ok else 'FAIL'}"
+    )
 
 
 def markdown(cells: list[dict[str, Any]]) -> str:
@@ -353,6 +414,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="where Promise lost jobs in a saved run's cells that fail or are behind the best",
     )
+    p.add_argument(
+        "--rerun",
+        type=Path,
+        help="run Promise alone again on a saved run's cells, keeping the others' results",
+    )
     p.add_argument("--out", type=Path)
     p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
     p.add_argument("--plot", type=Path, help="with --markdown: also draw SDR against WTR (PNG)")
@@ -367,13 +433,18 @@ def main(argv: list[str] | None = None) -> int:
         before, after = (json.loads(path.read_text("utf-8")) for path in a.compare)
         print(compare(before, after))
         return 0
-    if a.explain:
-        saved = json.loads(a.explain.read_text("utf-8"))
+    if a.explain or a.rerun:
+        saved = json.loads((a.explain or a.rerun).read_text("utf-8"))
         names = {c["workload"] for c in saved}
-        loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
+        seeds = _seeds(names)
+        loads = {n: j for n, j, _ in selection(a.limit_jobs, seeds, "ideal")} if seeds else {}
         if names - set(loads):
             loads |= workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
-        print(explain(saved, loads, a.seed))
+        if a.explain:
+            print(explain(saved, loads, a.seed))
+            return 0
+        rerun(saved, loads, a.seed)
+        _save(saved, a.out)
         return 0
     if a.skip_jobs < 0 or (a.skip_jobs and a.selection):
         p.error("--skip-jobs: a count >= 0 of the traces' jobs, without --selection")
@@ -386,29 +457,15 @@ def main(argv: list[str] | None = None) -> int:
         loads = workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
         runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
     cells: list[dict[str, Any]] = []
-    print(
-        f"{'workload':<12}{'cap':>6}{'deadlines':>12}{'model':>7} "
-        + " ".join(f"{n[:7]:>7}" for n in POLICIES)
-        + f"{'margin':>8}{'p.wtr':>7}{'2x':>6} goal"
-    )
+    print(_HEADER)
     for wname, jobs, seed in runs:
         for ctext in a.capacity or ["1x-mean", "2x-mean"]:
             cap = experiment.resolve_capacity(ctext, jobs)
             for kind in a.deadline or list(deadlines.DEADLINE_TYPES):
                 for model in a.model or ["fluid", "tasks"]:
                     res = run_cell(jobs, cap, kind, model, seed, a.deadline_basis)
-                    best = max(res[n]["sdr"] for n in POLICIES if n != "promise")
-                    margin = res["promise"]["sdr"] - best
-                    ok = goal_holds(margin, res["promise"]["wtr"])
-                    off = res["promise"]["off_by_2x"]
-                    off_txt = f"{off:>6.2f}" if off is not None else f"{'-':>6}"
-                    print(
-                        f"{wname:<12}{cap:>6}{kind:>12}{model:>7} "
-                        + " ".join(f"{res[n]['sdr']:>7.3f}" for n in POLICIES)
-                        + f"{margin:>+8.3f}{res['promise']['wtr']:>7.3f}"
-                        + f"{off_txt} {'ok' if ok else 'FAIL'}",
-                        flush=True,
-                    )
+                    margin, ok = _scored(res)
+                    print(_row(wname, cap, kind, model, res), flush=True)
                     cells.append(
                         {
                             "workload": wname,
@@ -422,12 +479,17 @@ def main(argv: list[str] | None = None) -> int:
                             "goal": ok,
                         }
                     )
-    if a.out is not None:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(cells, indent=1), "utf-8")
+    _save(cells, a.out)
+    return 0
+
+
+def _save(cells: list[dict[str, Any]], out: Path | None) -> None:
+    """Write the cells as JSON (``--out``), then print how many hold the goal."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(cells, indent=1), "utf-8")
     failed = sum(1 for c in cells if not c["goal"])
     print(f"{len(cells)} cells, goal holds in {len(cells) - failed}, fails in {failed}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -237,3 +237,39 @@ def test_a_held_out_slice_is_the_same_jobs_later_on_its_own_clock(ev: ModuleType
         assert [(j.tasks, j.work) for j in jobs] == [(j.tasks, j.work) for j in want]
     # without a skip the workloads keep the traces' own clock (Google's first job at 604 s)
     assert whole["google"][0].submit_s > 0
+
+
+def test_rerun_runs_promise_again_and_keeps_the_other_policies_saved_results(
+    ev: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, jobs, seed = ev.selection(60, [2], "ideal")[0]
+    fresh = ev.run_cell(jobs, 20, "Jockey1x2x", "fluid", seed)
+    # A saved cell whose Promise results are not this code's, and one other result no rerun may
+    # touch: the rerun must draw the deadlines with the workload's own seed (2, not --seed) to
+    # get this code's results back.
+    saved = json.loads(json.dumps(fresh))
+    saved["promise"] = {**saved["promise"], "sdr": 0.0, "wtr": 0.5}
+    saved["oracle"]["ptr"] = -1.0
+    cell = {
+        "workload": name,
+        "vcores": 20,
+        "deadlines": "Jockey1x2x",
+        "model": "fluid",
+        "basis": "ideal",
+        "results": saved,
+        "margin": -1.0,
+        "goal": False,
+    }
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps([cell]), "utf-8")
+    assert ev.main(["--rerun", str(before), "--limit-jobs", "60", "--out", str(after)]) == 0
+    (got,) = json.loads(after.read_text("utf-8"))
+    promise = {k: v for k, v in got["results"]["promise"].items() if k != "wall_s"}
+    assert promise == {k: v for k, v in fresh["promise"].items() if k != "wall_s"}
+    assert got["results"]["oracle"]["ptr"] == -1.0
+    margin = fresh["promise"]["sdr"] - max(fresh[n]["sdr"] for n in ev.POLICIES if n != "promise")
+    assert got["margin"] == pytest.approx(margin)
+    assert got["goal"] == ev.goal_holds(margin, fresh["promise"]["wtr"])
+    header, row, total = capsys.readouterr().out.splitlines()
+    assert header.startswith("workload") and row.startswith(f"{name:<12}{20:>6}")
+    assert total == f"1 cells, goal holds in {int(got['goal'])}, fails in {1 - int(got['goal'])}"
