@@ -53,7 +53,7 @@ from app.sim import deadlines, experiment, recurring, trace
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import JobRun, SimJob, Status
 from app.sim.promise_adapter import PromiseAllocator
-from app.sim.runner import Simulation
+from app.sim.runner import SimResult, Simulation
 
 POLICIES = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "promise")
 KEYS = ("sdr", "ptr", "wtr", "fairness", "utilization")
@@ -85,6 +85,13 @@ def _from_zero(jobs: list[SimJob]) -> list[SimJob]:
 
 SELECTION_NAME = re.compile(r"(?:synthetic|recurring)-s(\d+)")
 """A selection-set workload's name; group 1 is its seed."""
+
+
+def _cell_seed(name: str, seed: int) -> int:
+    """The seed a saved cell's deadlines were drawn with: its selection workload's own, else the
+    run's ``--seed``."""
+    picked = SELECTION_NAME.fullmatch(name)
+    return int(picked.group(1)) if picked else seed
 
 
 def selection(limit: int, seeds: list[int], basis: str) -> list[tuple[str, list[SimJob], int]]:
@@ -158,8 +165,7 @@ def _explain_cell(
     """One cell run again under Promise and its best other policy: the line ``explain`` prints
     and the jobs only the other met, by what Promise did with them."""
     name = c["workload"]
-    picked = SELECTION_NAME.fullmatch(name)
-    cell_seed = int(picked.group(1)) if picked else seed
+    cell_seed = _cell_seed(name, seed)
     jobs = loads[name]
     res = c["results"]
     other = max((n for n in POLICIES if n != "promise"), key=lambda n: res[n]["sdr"])
@@ -201,21 +207,22 @@ def run_cell(
     for name in POLICIES:
         if name == "promise":
             out[name] = run_promise(dj, cap, model)
-            continue
-        result = experiment.run_policy(name, dj, ClusterSpec(cap), model=model)
-        s = result.summary()
-        out[name] = {k: s[k] for k in KEYS}
-        out[name]["wall_s"] = s["wall_s"]
+        else:
+            out[name] = _kept(experiment.run_policy(name, dj, ClusterSpec(cap), model=model))
     return out
+
+
+def _kept(result: SimResult) -> dict[str, Any]:
+    """What a saved cell keeps of one policy's run: ``KEYS`` and its wall time."""
+    s = result.summary()
+    return {**{k: s[k] for k in KEYS}, "wall_s": s["wall_s"]}
 
 
 def run_promise(dj: list[SimJob], cap: int, model: str) -> dict[str, Any]:
     """Promise on one cell's jobs, their deadlines assigned: the metrics every policy keeps, and
     its estimator's share of work predictions off by 2x or more (from the same run)."""
     alloc = PromiseAllocator()
-    s = Simulation(dj, alloc, ClusterSpec(cap), model=model).run().summary()
-    out = {k: s[k] for k in KEYS}
-    out["wall_s"] = s["wall_s"]
+    out = _kept(Simulation(dj, alloc, ClusterSpec(cap), model=model).run())
     out["off_by_2x"] = alloc.estimator.totals()["off_by_2x"]
     return out
 
@@ -226,12 +233,11 @@ def rerun(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int
     saved results stand (they do not change with Promise's code)."""
     print(_HEADER)
     for c in cells:
-        picked = SELECTION_NAME.fullmatch(c["workload"])
         dj = deadlines.assign_deadlines(
             loads[c["workload"]],
             c["deadlines"],
             c["vcores"],
-            int(picked.group(1)) if picked else seed,
+            _cell_seed(c["workload"], seed),
             c.get("basis", "ideal"),
         )
         c["results"]["promise"] = run_promise(dj, c["vcores"], c["model"])
@@ -436,8 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.explain or a.rerun:
         saved = json.loads((a.explain or a.rerun).read_text("utf-8"))
         names = {c["workload"] for c in saved}
-        seeds = _seeds(names)
-        loads = {n: j for n, j, _ in selection(a.limit_jobs, seeds, "ideal")} if seeds else {}
+        loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
         if names - set(loads):
             loads |= workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
         if a.explain:
