@@ -190,6 +190,42 @@ def test_operator_walks_every_page(sidecar: tuple[str, str], browser: object) ->
     context.close()
 
 
+def test_an_older_slower_answer_does_not_double_or_replace_the_newer_charts(
+    sidecar: tuple[str, str], browser: object
+) -> None:
+    """The page selects the first queue on load; the operator clicks another before that queue's
+    series has come back. The first answer is held until the clicked queue's charts are drawn,
+    then released: one set of charts stays, the clicked queue's."""
+    base, _ = sidecar
+    context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    held: list[object] = []
+
+    def hold_all_but_etl(route: object) -> None:
+        if "root.etl" in route.request.url:  # type: ignore[attr-defined]
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            held.append(route)
+
+    page.route("**/queues/series?*", hold_all_but_etl)
+    page.goto(base + "/ui#queues")
+    page.wait_for_selector("#queue-table tbody tr[data-queue='root.etl']")
+    assert held, "the page asked for the first queue's series on load"
+    page.click("#queue-table tr[data-queue='root.etl']")
+    usage = ".chart[data-chart='Usage']"
+    page.wait_for_selector(usage)
+    with page.expect_response(lambda r: "/queues/series" in r.url and "root.etl" not in r.url):
+        for route in held:
+            route.continue_()  # type: ignore[attr-defined]
+    page.wait_for_timeout(300)
+    assert page.locator(usage).count() == 1
+    span = page.locator(usage + " .legend span[data-series='used of own capacity']")
+    last_used = od.etl_used(od.NOW_MS) / (od.NODE_VCORES * 0.2) * 100
+    assert float(span.get_attribute("data-last") or "nan") == pytest.approx(last_used)
+    assert page.locator("#queue-title").inner_text() == "root.etl"
+    context.close()
+
+
 def test_token_is_sent_as_a_bearer_header(sidecar: tuple[str, str], browser: object) -> None:
     base, _ = sidecar
     context = browser.new_context()  # type: ignore[attr-defined]

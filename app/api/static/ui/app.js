@@ -45,6 +45,15 @@
     box.textContent = String(err.message || err);
   }
 
+  // A view reloads whenever the operator clicks, so two loads of one view can overlap; each load
+  // takes a ticket, and only the newest ticket may draw, so an older, slower answer never
+  // doubles or overwrites what the newer one drew.
+  const tickets = {};
+  function ticket(view) {
+    const mine = (tickets[view] = (tickets[view] || 0) + 1);
+    return () => tickets[view] === mine;
+  }
+
   async function guard(fn) {
     try { await fn(); showError(null); } catch (e) { showError(e); }
   }
@@ -150,8 +159,8 @@
   async function loadQueueCharts() {
     const q = state.queues;
     const box = $("queue-charts");
-    box.textContent = "";
-    if (!q.selected) { $("queue-title").textContent = "No queue recorded yet"; return; }
+    const current = ticket("queue-charts");
+    if (!q.selected) { box.textContent = ""; $("queue-title").textContent = "No queue recorded yet"; return; }
     $("queue-title").textContent = q.selected;
     const until = new Date();
     const since = new Date(until.getTime() - q.hours * 3600e3);
@@ -164,6 +173,8 @@
     }
     const params = new URLSearchParams({ path: q.selected, since: since.toISOString(), until: until.toISOString(), points: "400" });
     const s = await api("/queues/series?" + params);
+    if (!current()) return;
+    box.textContent = "";
     const t = s.t.map(Date.parse), dt = s.decision_t.map(Date.parse), lt = s.debt_t.map(Date.parse);
     // one time axis for the four charts, so a change reads across them
     const all = t.concat(dt, lt);
@@ -217,11 +228,13 @@
     if (j.state) params.set("state", j.state);
     if (j.queue) params.set("queue", j.queue);
     if (j.cursors[j.page]) params.set("cursor", j.cursors[j.page]);
+    const current = ticket("jobs");
     const page = await api("/jobs?" + params);
-    j.next = page.next_cursor;
     const ids = page.items.filter(x => x.app_id).map(x => x.id);
     let etas = {};
     if (ids.length) etas = await api("/job-etas?" + ids.map(i => "job_id=" + encodeURIComponent(i)).join("&"));
+    if (!current()) return;
+    j.next = page.next_cursor;
     const body = $("job-table").tBodies[0];
     body.textContent = "";
     for (const x of page.items) {
@@ -243,7 +256,9 @@
   }
 
   async function showJob(id) {
+    const current = ticket("job-detail");
     const job = await api("/jobs/" + encodeURIComponent(id));
+    if (!current()) return;
     const box = $("job-detail");
     box.textContent = "";
     const h = document.createElement("h3");
@@ -274,7 +289,9 @@
     if (d.kind) params.set("kind", d.kind);
     if (d.status) params.set("status", d.status);
     if (d.cursors[d.page]) params.set("cursor", d.cursors[d.page]);
+    const current = ticket("decisions");
     const page = await api("/decisions?" + params);
+    if (!current()) return;
     d.next = page.next_cursor;
     const body = $("decision-table").tBodies[0];
     body.textContent = "";
@@ -303,7 +320,9 @@
   }
 
   async function showDecision(id) {
+    const current = ticket("decision-detail");
     const d = await api("/decisions/" + id);
+    if (!current()) return;
     const box = $("decision-detail");
     box.textContent = "";
     const h = document.createElement("h3");
