@@ -99,6 +99,19 @@ or waste work on real traces:
   lost where the evaluation's goal missed (83 of 204, in 15 of 21 cells; ``docs/evaluation.md``,
   "Trying what waiting cannot save"). Like any try it may take vcores the first waiting job's
   ETA counted on.
+* Promises after a wait (``_after_wait``): a job promised at its first round is promised on its
+  bound, the deadline its user gave being a run the thesis assumes feasible from submission. A
+  job that waited (held back for the arrivals it would crowd out, or behind tighter jobs) is
+  promised on less than that window, and the wait spends the margin its bound had: the crowd-out
+  rule holds a job back as if holding it lost it, and promising it later unpriced bet its whole
+  grant on what was left. So it is priced as a try is, at the chance its history gives its grant
+  by its deadline from now: the share of its runs whose work fits, a new run being as likely to
+  fall in any of the gaps between them (``_share``; the last gap ends at the work its deadline
+  allowed from its submission), so a wait costs its chance even where no run shows it. On the
+  whole Google trace two one-wave jobs (10,500 and 2,000 tasks) had waited 2,236 and 596 s, were
+  promised on bounds from pooled deadline ratios that every run fitted, and missed; each wasted
+  enough to fail WTR in its cells, where started at submission each would have met
+  (``docs/evaluation.md``, "Promises after a wait").
 * Exploration (``_explore``): a job that would be refused, small (it runs whole on
   ``learn_cpus`` vcores or fewer) and of a signature with fewer runs than the estimator needs, is
   started on its tasks when they are free. Its bound and its chance then come from other jobs'
@@ -499,6 +512,17 @@ def admit(
                     continue
         fits = g is not None and g + am <= avail
         if fits and g is not None:
+            left = _after_wait(
+                j, est, g, am, now_s, mean_work, params.waste_price, estimator, capacity, div
+            )
+            if left is not None:
+                why = (
+                    f"capacity it can risk: its wait left it a chance of {left:.3f} by its "
+                    f"{est.samples} runs, and a miss on {g + am} vcores would waste more than "
+                    "its deadline is worth"
+                )
+                queued.append(_queued(j, est, lst, why))
+                continue
             # expected hold (central estimate): the bound is for the job's own deadline, while
             # the arrivals it displaces are an expectation too
             lost = _hold_lost(j, est, g, load, avail, held, now_s, am, div, capacity)
@@ -756,8 +780,57 @@ def _exact_worth(
     there is no price, and it is promised."""
     if mean_work is None:
         return True
-    waste = (g + am) * max(0.0, j.deadline_at - now_s)
-    return chance * mean_work > price * (1 - chance) * waste
+    return _worth_risking(chance, mean_work, price, (g + am) * max(0.0, j.deadline_at - now_s))
+
+
+def _worth_risking(p: float, mean_work: float, price: float, waste: float) -> bool:
+    """The price of every risk Promise takes (a try, an exact grant, a promise after a wait): a
+    met deadline, won with chance ``p``, against what a miss would waste, in the arrivals' mean
+    work (``_tries``): ``p * mean_work > price * (1 - p) * waste``."""
+    return p * mean_work > price * (1 - p) * waste
+
+
+def _after_wait(
+    j: WaitingJob,
+    est: Estimate,
+    g: int,
+    am: int,
+    now_s: float,
+    mean_work: float | None,
+    price: float,
+    estimator: Estimator,
+    capacity: int,
+    div: bool,
+) -> float | None:
+    """The chance ``j``'s wait has left a promise on ``g`` vcores, when that is not worth what a
+    miss would waste (module docstring, "Promises after a wait"); None when it is promised.
+
+    The chance is the share of its history's works that fit (``_share``), up to the work its
+    deadline allowed from its submission at full parallelism. A job at its first round, one
+    whose bound comes from no runs (the bootstrap) and a round without an arrival rate are not
+    priced. A miss wastes the grant until the deadline over its waves (a job of several is
+    killed at its first wave's verdict)."""
+    if mean_work is None or est.samples == 0 or now_s <= j.submitted_s:
+        return None
+    limit = min(j.tasks, capacity)
+    works = estimator.works(j.keys, j.tasks, j.deadline_s, limit)
+    due = j.deadline_at - est.overhead_s
+    feasible = (due - j.submitted_s) * j.tasks / waves(j.tasks, limit, div)
+    p = _share(works, (due - now_s) * j.tasks / waves(j.tasks, g, div), feasible)
+    waste = (g + am) * max(0.0, j.deadline_at - now_s) / waves(j.tasks, g, div)
+    return None if _worth_risking(p, mean_work, price, waste) else p
+
+
+def _share(works: Sequence[float], x: float, top: float) -> float:
+    """The chance a new run's work is at most ``x``, from ``works`` (ascending): a new run is as
+    likely to fall in each of the ``n + 1`` gaps the ``n`` runs leave (they are exchangeable),
+    anywhere in it alike; the last gap ends at ``top`` (or the largest run, if larger)."""
+    n = len(works)
+    k = bisect.bisect_right(works, x)
+    lo = works[k - 1] if k else 0.0
+    hi = works[k] if k < n else max(top, works[-1])
+    part = 1.0 if hi <= lo else min(1.0, max(0.0, (x - lo) / (hi - lo)))
+    return (k + part) / (n + 1)
 
 
 def bound_chance(samples: int, quantile: float) -> float:
@@ -793,7 +866,7 @@ def _try_at(
     if mean_work is None:
         return (g, p) if p >= 0.5 else None  # small jobs only (caller): their median fits
     waste = (g + am) * max(0.0, j.deadline_at - now_s)
-    return (g, p) if p * mean_work > price * (1 - p) * waste else None
+    return (g, p) if _worth_risking(p, mean_work, price, waste) else None
 
 
 def _tries(

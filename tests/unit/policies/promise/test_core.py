@@ -757,3 +757,40 @@ def test_a_job_waiting_for_its_promise_is_never_queued_past_its_latest_start() -
     # once that passes, its bound misses and no run of the less hopeful predictor fits: refused
     (d,) = core.admit([job], [running], 0, 2, 0.9, est, P, load=load)
     assert d.action == "drop"
+
+
+def test_a_promise_after_a_wait_is_priced_at_the_chance_the_wait_left_it() -> None:
+    # 64 runs of 4 tasks: 60 of 10 s a task, one of 11 s, three of 13 s (works 40, 44, 52).
+    # The bound (the 61st smallest) is one 11 s wave on 4 vcores; a 15 s deadline allowed up to
+    # 60 from submission, where the last of the 65 gaps ends.
+    est = _four_task_runs(*([10.0] * 60 + [11.0] + [13.0] * 3))
+    job = core.WaitingJob("j", tasks=4, deadline_s=15.0, submitted_s=0.0, keys=K)
+    poor = core.Load(jobs_per_s=1.0, vcores=2.0)  # arrivals' mean work 2
+    # At its first round it is promised on its bound, unpriced.
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, poor)
+    assert (d.action, d.cpus) == ("admit", 4)
+    # Having waited 1 s, 56 fits: every run and half the last gap, 64.5 / 65. A miss wastes
+    # 4 x 14 = 56, worth it where the mean work exceeds 56 x 0.5 / 64.5 = 0.43.
+    (d,) = core.admit([job], [], 8, 8, 1.0, est, P, poor)
+    assert (d.action, d.cpus) == ("admit", 4)
+    # Having waited 3 s, 48 fits: 61 runs and half the gap from 44 to 52, 61.5 / 65. A miss
+    # wastes 4 x 12 = 48, worth it only where the mean work exceeds 48 x 3.5 / 61.5 = 2.73.
+    (d,) = core.admit([job], [], 8, 8, 3.0, est, P, poor)
+    assert d.action == "queue" and "its wait left it a chance of 0.946 by its 64 runs" in d.reason
+    (d,) = core.admit([job], [], 8, 8, 3.0, est, P, core.Load(jobs_per_s=0.25, vcores=1.0))
+    assert (d.action, d.cpus) == ("admit", 4)  # mean work 4
+    # Without an arrival rate there is no price.
+    (d,) = core.admit([job], [], 8, 8, 3.0, est, P)
+    assert (d.action, d.cpus) == ("admit", 4)
+
+
+def test_a_new_run_falls_in_any_gap_between_the_runs_alike() -> None:
+    works = [10.0, 20.0, 30.0]
+    assert core._share(works, 5.0, 40.0) == pytest.approx(0.5 / 4)
+    assert core._share(works, 20.0, 40.0) == pytest.approx(2 / 4)
+    assert core._share(works, 35.0, 40.0) == pytest.approx(3.5 / 4)
+    assert core._share(works, 40.0, 40.0) == 1.0
+    # a wait no run shows still costs its share of the last gap
+    assert core._share(works, 32.0, 40.0) < core._share(works, 38.0, 40.0) < 1.0
+    # the last gap ends at the largest run when that exceeds the top
+    assert core._share(works, 30.0, 25.0) == 1.0
