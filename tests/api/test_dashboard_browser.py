@@ -226,6 +226,39 @@ def test_an_older_slower_answer_does_not_double_or_replace_the_newer_charts(
     context.close()
 
 
+def test_a_queues_title_never_stands_over_the_previous_queues_charts(
+    sidecar: tuple[str, str], browser: object
+) -> None:
+    """The first queue's charts are drawn; the operator clicks another queue, whose series is
+    held back: under the new title no chart shows until its own series has come."""
+    base, _ = sidecar
+    context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    held: list[object] = []
+
+    def hold_etl(route: object) -> None:
+        if "root.etl" in route.request.url:  # type: ignore[attr-defined]
+            held.append(route)
+        else:
+            route.continue_()  # type: ignore[attr-defined]
+
+    page.route("**/queues/series?*", hold_etl)
+    page.goto(base + "/ui#queues")
+    usage = ".chart[data-chart='Usage']"
+    page.wait_for_selector(usage)  # the first queue's
+    page.click("#queue-table tr[data-queue='root.etl']")
+    page.wait_for_selector("#queue-title:has-text('root.etl')")
+    assert held, "the clicked queue's series was asked for"
+    assert page.locator(usage).count() == 0
+    for route in held:
+        route.continue_()  # type: ignore[attr-defined]
+    span = page.locator(usage + " .legend span[data-series='used of own capacity']")
+    span.wait_for()
+    last_used = od.etl_used(od.NOW_MS) / (od.NODE_VCORES * 0.2) * 100
+    assert float(span.get_attribute("data-last") or "nan") == pytest.approx(last_used)
+    context.close()
+
+
 def test_token_is_sent_as_a_bearer_header(sidecar: tuple[str, str], browser: object) -> None:
     base, _ = sidecar
     context = browser.new_context()  # type: ignore[attr-defined]

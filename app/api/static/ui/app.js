@@ -160,7 +160,9 @@
     const q = state.queues;
     const box = $("queue-charts");
     const current = ticket("queue-charts");
-    if (!q.selected) { box.textContent = ""; $("queue-title").textContent = "No queue recorded yet"; return; }
+    // cleared at once, so the previous queue's charts never stand under this queue's title
+    box.textContent = "";
+    if (!q.selected) { $("queue-title").textContent = "No queue recorded yet"; return; }
     $("queue-title").textContent = q.selected;
     const until = new Date();
     const since = new Date(until.getTime() - q.hours * 3600e3);
@@ -174,7 +176,6 @@
     const params = new URLSearchParams({ path: q.selected, since: since.toISOString(), until: until.toISOString(), points: "400" });
     const s = await api("/queues/series?" + params);
     if (!current()) return;
-    box.textContent = "";
     const t = s.t.map(Date.parse), dt = s.decision_t.map(Date.parse), lt = s.debt_t.map(Date.parse);
     // one time axis for the four charts, so a change reads across them
     const all = t.concat(dt, lt);
