@@ -25,6 +25,7 @@ admitted can start at once.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import func, select
@@ -156,6 +157,9 @@ def promise_round(
     values = dict(policy.params)
     est = estimator_for(session, values, cap)
     waiting, running = admission_jobs(session)
+    # the submissions this round serves are at their first round: promised on their bounds
+    # (``core._after_wait``), though the round runs a moment after they were submitted
+    waiting = [replace(j, first_round=True) if j.id in wanted else j for j in waiting]
     foreign = foreign_vcores(session, deadline_queue)
     booked = policy.booked(running)
     holdable = _holdable(session, cfg, cap, deadline_queue)

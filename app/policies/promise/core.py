@@ -199,6 +199,9 @@ class WaitingJob:
     deadline_s: float
     submitted_s: float
     keys: Keys
+    # This round is its first (the live sidecar's submission round, a moment after its
+    # submission); the simulator's first round is at its submission itself.
+    first_round: bool = False
 
     @property
     def deadline_at(self) -> float:
@@ -808,9 +811,10 @@ def _after_wait(
     The chance is the share of its history's works that fit (``_share``), up to the work its
     deadline allowed from its submission at full parallelism. A job at its first round, one
     whose bound comes from no runs (the bootstrap) and a round without an arrival rate are not
-    priced. A miss wastes the grant until the deadline over its waves (a job of several is
+    priced (``WaitingJob.first_round``, or ``now_s`` at its submission). A miss wastes the
+    grant until the deadline over its waves (a job of several is
     killed at its first wave's verdict)."""
-    if mean_work is None or est.samples == 0 or now_s <= j.submitted_s:
+    if mean_work is None or est.samples == 0 or j.first_round or now_s <= j.submitted_s:
         return None
     limit = min(j.tasks, capacity)
     works = estimator.works(j.keys, j.tasks, j.deadline_s, limit)

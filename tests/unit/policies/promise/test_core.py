@@ -779,6 +779,11 @@ def test_a_promise_after_a_wait_is_priced_at_the_chance_the_wait_left_it() -> No
     assert d.action == "queue" and "its wait left it a chance of 0.946 by its 64 runs" in d.reason
     (d,) = core.admit([job], [], 8, 8, 3.0, est, P, core.Load(jobs_per_s=0.25, vcores=1.0))
     assert (d.action, d.cpus) == ("admit", 4)  # mean work 4
+    # A round that is the job's first, 3 s after its submission (the live sidecar's submission
+    # round), promises it on its bound.
+    first = dataclasses.replace(job, first_round=True)
+    (d,) = core.admit([first], [], 8, 8, 3.0, est, P, poor)
+    assert (d.action, d.cpus) == ("admit", 4)
     # Without an arrival rate there is no price.
     (d,) = core.admit([job], [], 8, 8, 3.0, est, P)
     assert (d.action, d.cpus) == ("admit", 4)
