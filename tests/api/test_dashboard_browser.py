@@ -190,6 +190,21 @@ def test_operator_walks_every_page(sidecar: tuple[str, str], browser: object) ->
     context.close()
 
 
+def _hold_series(page: object, etl: bool) -> list[object]:
+    """Hold back the page's queue-series requests for ``root.etl`` (``etl``) or for every other
+    queue (not ``etl``), letting the rest through; the held routes, to release later."""
+    held: list[object] = []
+
+    def route(r: object) -> None:
+        if ("root.etl" in r.request.url) == etl:  # type: ignore[attr-defined]
+            held.append(r)
+        else:
+            r.continue_()  # type: ignore[attr-defined]
+
+    page.route("**/queues/series?*", route)  # type: ignore[attr-defined]
+    return held
+
+
 def test_an_older_slower_answer_does_not_double_or_replace_the_newer_charts(
     sidecar: tuple[str, str], browser: object
 ) -> None:
@@ -199,15 +214,7 @@ def test_an_older_slower_answer_does_not_double_or_replace_the_newer_charts(
     base, _ = sidecar
     context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     page = context.new_page()
-    held: list[object] = []
-
-    def hold_all_but_etl(route: object) -> None:
-        if "root.etl" in route.request.url:  # type: ignore[attr-defined]
-            route.continue_()  # type: ignore[attr-defined]
-        else:
-            held.append(route)
-
-    page.route("**/queues/series?*", hold_all_but_etl)
+    held = _hold_series(page, etl=False)
     page.goto(base + "/ui#queues")
     page.wait_for_selector("#queue-table tbody tr[data-queue='root.etl']")
     assert held, "the page asked for the first queue's series on load"
@@ -234,15 +241,7 @@ def test_a_queues_title_never_stands_over_the_previous_queues_charts(
     base, _ = sidecar
     context = browser.new_context(viewport={"width": 1400, "height": 900})  # type: ignore[attr-defined]
     page = context.new_page()
-    held: list[object] = []
-
-    def hold_etl(route: object) -> None:
-        if "root.etl" in route.request.url:  # type: ignore[attr-defined]
-            held.append(route)
-        else:
-            route.continue_()  # type: ignore[attr-defined]
-
-    page.route("**/queues/series?*", hold_etl)
+    held = _hold_series(page, etl=True)
     page.goto(base + "/ui#queues")
     usage = ".chart[data-chart='Usage']"
     page.wait_for_selector(usage)  # the first queue's

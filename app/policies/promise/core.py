@@ -820,8 +820,9 @@ def _after_wait(
     works = estimator.works(j.keys, j.tasks, j.deadline_s, limit)
     due = j.deadline_at - est.overhead_s
     feasible = (due - j.submitted_s) * j.tasks / waves(j.tasks, limit, div)
-    p = _share(works, (due - now_s) * j.tasks / waves(j.tasks, g, div), feasible)
-    waste = (g + am) * max(0.0, j.deadline_at - now_s) / waves(j.tasks, g, div)
+    w = waves(j.tasks, g, div)
+    p = _share(works, (due - now_s) * j.tasks / w, feasible)
+    waste = (g + am) * max(0.0, j.deadline_at - now_s) / w
     return None if _worth_risking(p, mean_work, price, waste) else p
 
 
