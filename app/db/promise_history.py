@@ -34,6 +34,7 @@ from sqlalchemy.orm.util import identity_key
 
 from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application
+from app.domain.model import TASK_CONTAINERS
 from app.domain.tags import HOLDING_STATES, QUEUED
 from app.policies.base import PolicyError
 from app.policies.promise import core
@@ -296,7 +297,11 @@ def admission_jobs(
         keys = run_keys(*row[8:])
         submitted = submitted_ms / 1000
         if state == QUEUED:
-            waiting.append(core.WaitingJob(job_id, tasks, deadline_s, submitted, keys))
+            run = row[9]
+            timed = isinstance(run, dict) and run.get(TASK_CONTAINERS) is True
+            waiting.append(
+                core.WaitingJob(job_id, tasks, deadline_s, submitted, keys, timed=timed)
+            )
         else:
             started = (admitted_ms or submitted_ms) / 1000
             running.append(

@@ -153,6 +153,12 @@ class LiveContainer:
     elapsed_ms: int  # the RM's own clock: now (or its finish) less its start
 
 
+TASK_CONTAINERS = "task_containers"
+"""The run field by which a job says each of its tasks runs in a container of its own, which
+ends with it: the RM's container list then times its first wave (``app.jobs.first_wave``), and
+Promise ends a miss there and prices one up to there (``WaitingJob.timed``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptContainers:
     """An application's current attempt: its ApplicationMaster's container and the live ones."""

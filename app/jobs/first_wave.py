@@ -22,9 +22,6 @@ from typing import NamedTuple
 
 from app.domain.model import AttemptContainers
 
-TASK_CONTAINERS = "task_containers"
-"""The run field by which a job says each of its tasks runs in a container of its own."""
-
 
 def _number(container_id: str) -> tuple[str, int] | None:
     """``container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<n>`` -> (everything before ``n``,

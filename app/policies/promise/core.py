@@ -86,11 +86,16 @@ or waste work on real traces:
   out, and its odds are not taken from the more hopeful predictor alone):
   ``p * mean_work > waste_price * (1 - p) * waste``, one met
   deadline against the work a miss burns before its kill, in units of the arrivals' mean work
-  (SDR counts jobs, WTR counts work). Small jobs are tried on small chances, jobs that would hold
-  much of the cluster only when nearly sure; one not worth trying even on all it could use is
-  refused at once. Without an arrival rate only jobs that run whole on ``learn_cpus`` vcores are
-  tried, when their median fits. On the evaluation grid tries raised SDR in 52 of 112 cells and
-  lowered it in none; WTR rose in 38, above 0.02 in eight (``docs/evaluation.md``).
+  (SDR counts jobs, WTR counts work). The kill comes at the first wave's verdict (``_miss_waste``:
+  the grant for its deadline over its waves), so a try of several waves risks that part of its
+  window; priced at the whole window, jobs that a pooled bound asked the whole cluster for were
+  never tried on half of it, and SWIM's 2x-mean Jockey1x2x fluid cells failed the goal
+  (``docs/evaluation.md``, "Pricing a try's miss at its first-wave verdict"). Small jobs are
+  tried on small chances, jobs that would hold much of the cluster only when nearly sure; one
+  not worth trying even on all it could use is refused at once. Without an arrival rate only
+  jobs that run whole on ``learn_cpus`` vcores are tried, when their median fits. On the
+  evaluation grid tries raised SDR in 52 of 112 cells and lowered it in none; WTR rose in 38,
+  above 0.02 in eight (``docs/evaluation.md``).
   The first job that does not fit now, if its bound would fit the whole cluster but no start
   after the running jobs' bounded ends lets it finish in time, is tried too, on what is free now,
   when even their central ends leave it no start (waiting is then a bet on them ending early, at
@@ -202,6 +207,10 @@ class WaitingJob:
     # This round is its first (the live sidecar's submission round, a moment after its
     # submission); the simulator's first round is at its submission itself.
     first_round: bool = False
+    # Its first wave is timed, so a miss ends at that wave's verdict (``_miss_waste``): every
+    # simulated job; live, a run that says each task has a container of its own (MapReduce).
+    # Otherwise (Spark, the ``sleep`` template) only its deadline shows a miss.
+    timed: bool = True
 
     @property
     def deadline_at(self) -> float:
@@ -811,19 +820,25 @@ def _after_wait(
     The chance is the share of its history's works that fit (``_share``), up to the work its
     deadline allowed from its submission at full parallelism. A job at its first round, one
     whose bound comes from no runs (the bootstrap) and a round without an arrival rate are not
-    priced (``WaitingJob.first_round``, or ``now_s`` at its submission). A miss wastes the
-    grant until the deadline over its waves (a job of several is
-    killed at its first wave's verdict)."""
+    priced (``WaitingJob.first_round``, or ``now_s`` at its submission). A miss wastes what
+    ``_miss_waste`` says."""
     if mean_work is None or est.samples == 0 or j.first_round or now_s <= j.submitted_s:
         return None
     limit = min(j.tasks, capacity)
     works = estimator.works(j.keys, j.tasks, j.deadline_s, limit)
     due = j.deadline_at - est.overhead_s
     feasible = (due - j.submitted_s) * j.tasks / waves(j.tasks, limit, div)
-    w = waves(j.tasks, g, div)
-    p = _share(works, (due - now_s) * j.tasks / w, feasible)
-    waste = (g + am) * max(0.0, j.deadline_at - now_s) / w
-    return None if _worth_risking(p, mean_work, price, waste) else p
+    p = _share(works, (due - now_s) * j.tasks / waves(j.tasks, g, div), feasible)
+    return None if _worth_risking(p, mean_work, price, _miss_waste(j, g, am, now_s, div)) else p
+
+
+def _miss_waste(j: WaitingJob, g: int, am: int, now_s: float, div: bool) -> float:
+    """What ``j`` started now on ``g`` vcores wastes if it misses: its grant until the first
+    wave's verdict (``first_wave_verdict_s``: its deadline over its waves), where the kill
+    rule ends a miss; a job of one wave, or one whose first wave is not timed
+    (``WaitingJob.timed``), shows it only at its deadline."""
+    w = waves(j.tasks, g, div) if j.timed else 1
+    return (g + am) * max(0.0, j.deadline_at - now_s) / w
 
 
 def _share(works: Sequence[float], x: float, top: float) -> float:
@@ -870,8 +885,8 @@ def _try_at(
     g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s, div) or g_max
     if mean_work is None:
         return (g, p) if p >= 0.5 else None  # small jobs only (caller): their median fits
-    waste = (g + am) * max(0.0, j.deadline_at - now_s)
-    return (g, p) if _worth_risking(p, mean_work, price, waste) else None
+    worth = _worth_risking(p, mean_work, price, _miss_waste(j, g, am, now_s, div))
+    return (g, p) if worth else None
 
 
 def _tries(
@@ -896,7 +911,9 @@ def _tries(
     The bound is what keeps promises to the other jobs; a job that only its bound rules out is
     not hopeless. Its chance ``p`` of meeting the deadline on the vcores free now is the share of
     its history samples (the estimate's own distribution) whose work fits; if it misses it is
-    killed at its deadline, having used at most its grant until then (``waste``). It is tried
+    killed at its first wave's verdict, having used its grant until then (``waste``,
+    ``_miss_waste``: its deadline over its waves; one wave shows a miss only at the deadline,
+    so a job that would hold much of the cluster in one wave risks all of it). It is tried
     when the expected gain beats the expected loss, in the same units SDR and WTR use: one met
     deadline is one job of the run, and wasted work counts against the run's work, so a miss's
     waste is worth ``waste / mean_work`` jobs (``mean_work``: the recent arrivals' mean work,
@@ -909,8 +926,8 @@ def _tries(
     vcores are tried, when their median fits. A job not worth trying even on all it can use is
     refused at once (``admit``); one that is worth it but cannot start on what is free waits,
     holding no reservation, and is dropped once even its smallest predicted work can no longer
-    finish in time. A tried job's ETA is its central estimate; it is killed at its deadline like
-    any other job.
+    finish in time. A tried job's ETA is its central estimate; it is killed at its first wave's
+    verdict or its deadline like any other job.
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
         j, est = t.job, t.est

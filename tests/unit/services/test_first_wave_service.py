@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.db import jobs_repo
+from app.db import jobs_repo, promise_history
+from app.db.jobs_models import Job
 from app.domain.model import AttemptContainers, LiveContainer
 from app.services.admission import AdmissionService
 from tests.conftest import Db
@@ -123,3 +124,46 @@ async def test_a_job_that_does_not_run_one_task_per_container_is_not_timed(env: 
     job = load(env, job_id)
     assert (job.state, job.task_floor_s) == ("submitted", None)
     assert env.rm.kills == []
+
+
+def test_a_queued_job_says_whether_its_first_wave_is_timed(env: Env) -> None:
+    # Promise prices a try's miss up to its first wave's verdict only where the sidecar times
+    # that wave: a run that says each task has a container of its own. The others (Spark, the
+    # sleep template, a run that says false) show a miss only at their deadline.
+    runs = {
+        "mapreduce": {"kind": "application", "task_containers": True},
+        "spark": {"kind": "application"},
+        "declined": {"kind": "application", "task_containers": False},
+    }
+    now = env.clock.now
+    with env.db.sessions() as s:
+        for name, run in runs.items():
+            jobs_repo.add_job(
+                s,
+                Job(
+                    id=name,
+                    name=name,
+                    queue="root.deadline",
+                    state="queued",
+                    requested_tasks=16,
+                    input_bytes=None,
+                    block_size=None,
+                    deadline_s=100.0,
+                    deadline_ms=now + 100_000,
+                    submitted_ms=now,
+                    run=run,
+                    tags=[],
+                    request_hash="0" * 64,
+                    reason="",
+                    updated_ms=now,
+                ),
+            )
+        s.commit()
+    with env.db.sessions() as s:
+        waiting, running = promise_history.admission_jobs(s)
+    assert running == []
+    assert {j.id: j.timed for j in waiting} == {
+        "mapreduce": True,
+        "spark": False,
+        "declined": False,
+    }

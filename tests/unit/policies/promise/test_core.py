@@ -633,6 +633,28 @@ def test_a_try_gets_the_smallest_grant_that_keeps_its_chance() -> None:
     assert "80% of its history fits" in d.reason
 
 
+def test_a_try_of_several_waves_is_priced_at_its_first_waves_verdict() -> None:
+    # The same history and deadline: tried on 2 vcores (two waves, 80 % of its history fits).
+    # A miss shows in its first wave, whose tasks run past 19 / 2 s; the kill rule ends it
+    # there, so it wastes 2 vcores x 9.5 s = 19, not its grant until the deadline (38).
+    est = _four_task_runs(5, 6, 7, 8, 20)
+    job = core.WaitingJob("mid", tasks=4, deadline_s=19.0, submitted_s=0.0, keys=K)
+    # arrivals' mean work 6: 0.8 x 6 = 4.8 beats 0.2 x 19 = 3.8 (though not 0.2 x 38 = 7.6)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=core.Load(jobs_per_s=0.5, vcores=3.0))
+    assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
+    run = core.RunningJob("mid", 4, 19.0, 0.0, 0.0, 2, K)
+    assert core.first_wave_verdict_s(run) == pytest.approx(9.5)
+    # mean work 4: 3.2 does not beat 3.8, and no grant raises its chance: refused
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=core.Load(jobs_per_s=0.5, vcores=2.0))
+    assert d.action == "drop"
+    # a job whose first wave is not timed (live: a run without task_containers) is killed only
+    # at its deadline: its miss burns the whole 38, and at mean work 6 it is not worth it
+    untimed = dataclasses.replace(job, timed=False)
+    load = core.Load(jobs_per_s=0.5, vcores=3.0)
+    (d,) = core.admit([untimed], [], 8, 8, 0.0, est, P, load=load)
+    assert d.action == "drop"
+
+
 def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_refuses_it() -> None:
     # Three runs of another signature each needed 1.3 x (deadline x tasks): the only history
     # a new signature can borrow (the cluster's ratios) says no job can meet its deadline.
