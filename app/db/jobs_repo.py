@@ -44,7 +44,7 @@ from app.db.jobs_models import (
 )
 from app.db.models import Application, Base, Cluster, ClusterSample, Decision
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
-from app.domain.model import FINAL_APP_STATES
+from app.domain.model import FINAL_APP_STATES, times_tasks
 from app.domain.tags import (
     CANCELLED,
     DEADLINE_TAG,
@@ -219,13 +219,14 @@ def jobs_in(
 
 
 def timed_jobs(
-    session: Session, run_field: str, limit: int, skip: Container[str] = ()
+    session: Session, limit: int, skip: Container[str] = ()
 ) -> list[tuple[str, str, int]]:
     """``(job id, app id, deadline ms)`` of submitted jobs of more tasks than vcores granted
-    whose app is RUNNING and whose run sets ``run_field`` true, except those in ``skip``,
-    earliest deadline first (their first waves are timed: ``app.jobs.first_wave``; a job of one
-    wave shows a miss only at its deadline, which ends it anyway). The run is JSON, read here
-    rather than queried per database dialect; the jobs whose apps run at once are few."""
+    whose app is RUNNING and whose run sets ``task_containers`` true (``times_tasks``), except
+    those in ``skip``, earliest deadline first (their first waves are timed:
+    ``app.jobs.first_wave``; a job of one wave shows a miss only at its deadline, which ends it
+    anyway). The run is JSON, read here rather than queried per database dialect; the jobs whose
+    apps run at once are few."""
     stmt = (
         select(Job.id, Job.app_id, Job.run, Job.deadline_ms)
         .where(
@@ -240,7 +241,7 @@ def timed_jobs(
     for job_id, app_id, run, deadline_ms in session.execute(stmt):
         if job_id in skip or app_id is None:
             continue
-        if isinstance(run, dict) and run.get(run_field) is True:
+        if times_tasks(run):
             out.append((job_id, app_id, deadline_ms))
             if len(out) >= limit:
                 break

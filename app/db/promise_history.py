@@ -34,7 +34,7 @@ from sqlalchemy.orm.util import identity_key
 
 from app.db.jobs_models import EstimatorObservation, Job
 from app.db.models import Application
-from app.domain.model import TASK_CONTAINERS
+from app.domain.model import times_tasks
 from app.domain.tags import HOLDING_STATES, QUEUED
 from app.policies.base import PolicyError
 from app.policies.promise import core
@@ -297,8 +297,7 @@ def admission_jobs(
         keys = run_keys(*row[8:])
         submitted = submitted_ms / 1000
         if state == QUEUED:
-            run = row[9]
-            timed = isinstance(run, dict) and run.get(TASK_CONTAINERS) is True
+            timed = times_tasks(row[9])
             waiting.append(
                 core.WaitingJob(job_id, tasks, deadline_s, submitted, keys, timed=timed)
             )

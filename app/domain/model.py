@@ -7,6 +7,7 @@ shape the policies can consume without knowing about JSON or Jersey quirks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def leaf_name(queue: str) -> str:
@@ -157,6 +158,11 @@ TASK_CONTAINERS = "task_containers"
 """The run field by which a job says each of its tasks runs in a container of its own, which
 ends with it: the RM's container list then times its first wave (``app.jobs.first_wave``), and
 Promise ends a miss there and prices one up to there (``WaitingJob.timed``)."""
+
+
+def times_tasks(run: Any) -> bool:
+    """Whether a job's stored run sets ``TASK_CONTAINERS`` true (the run is JSON: anything)."""
+    return isinstance(run, dict) and run.get(TASK_CONTAINERS) is True
 
 
 @dataclass(frozen=True, slots=True)

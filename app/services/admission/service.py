@@ -16,7 +16,7 @@ from app.db import jobs_repo
 from app.db.jobs_models import Job, JobDecision
 from app.db.session import transaction
 from app.domain import tags as t
-from app.domain.model import FINAL_APP_STATES, TASK_CONTAINERS
+from app.domain.model import FINAL_APP_STATES
 from app.jobs import first_wave, tick_round
 from app.jobs.eta_plans import EtaPlans
 from app.jobs.rounds import (
@@ -304,9 +304,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         with self.sessions() as session:
             if policy_of(self.peek_cfg(session)).name != "promise":
                 return  # the one policy with a first-wave rule
-            timed = jobs_repo.timed_jobs(
-                session, TASK_CONTAINERS, MAX_TIMED_JOBS, skip=over
-            )
+            timed = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, skip=over)
         floors: dict[str, float] = {}
         for job_id, app_id, deadline_ms in timed:
             try:
