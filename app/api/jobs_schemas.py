@@ -264,8 +264,9 @@ class EstimatorOut(BaseModel):
     updated_at: dt.datetime | None
     signatures: dict[str, dict[str, Any]] | None = Field(
         None,
-        description="Promise policy only: per signature (and fallback key) the runs, samples, "
-        "work quantiles and prediction error so far.",
+        description="Promise policy only: per signature (and fallback key) the runs, samples "
+        "(killed: of them, killed runs kept as lower bounds of their work), work quantiles (null "
+        "where the killed runs leave one unknown) and prediction error so far.",
     )
     prediction_error: dict[str, Any] | None = Field(
         None,
@@ -292,6 +293,10 @@ class ObservationOut(BaseModel):
     source: str = Field(description="job (submitted by the sidecar) or tagged (deadline: tag).")
     observed_at: dt.datetime
     learned: bool
+    censored: bool = Field(
+        description="A killed job's run, not learned by TRACK_JOB but kept by the Promise "
+        "estimator as a lower bound of its work (comp_time is what it had used)."
+    )
     tasks: int | None
     deadline_s: float | None
     comp_time: float | None

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -137,6 +138,9 @@ class EstimatorObservation(Base):
     success: Mapped[bool | None] = mapped_column(Boolean)
     estimator_version: Mapped[int | None] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(Text, default="")
+    # Not learned by TRACK_JOB, but kept for Promise's estimator as a lower bound of the job's
+    # work: the app was killed before it ended (``comp_time`` is what it had used by then).
+    censored: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class AdmissionSetting(Base):

@@ -19,6 +19,12 @@ one vcore for the AM's life (YARN's default AM request) where the app's tasks ru
 containers. A sidecar job's observation also carries its start-up (``overhead_s``: from its
 admission to its finish, less its waves on its grant) and the job's own signature keys, so the
 estimate for the next run of a job is learned from the runs of the same job as it was submitted.
+
+A sidecar job whose app was killed (its deadline passed, or its first wave showed it would miss)
+teaches TRACK_JOB nothing, but Promise learns it as a lower bound of its work (``censored``): the
+tasks' work it had used, or its tasks times how long its first wave's tasks had run without
+ending (``jobs.task_floor_s``), whichever is larger. Learning only the runs that ended would
+keep each signature's largest runs out of its history, since those are the ones killed.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -112,7 +118,7 @@ def _observations(
         select(EstimatorObservation, Application, Job)
         .join(Application, Application.app_id == EstimatorObservation.app_id)
         .outerjoin(Job, Job.id == EstimatorObservation.job_id)
-        .where(EstimatorObservation.learned.is_(True))
+        .where(or_(EstimatorObservation.learned.is_(True), EstimatorObservation.censored.is_(True)))
         .order_by(EstimatorObservation.observed_ms, EstimatorObservation.app_id)
     )
     out: list[tuple[Outcome, tuple[int, str]]] = []
@@ -125,8 +131,20 @@ def _observations(
         max_cpus = max(1, min(obs.tasks, capacity))
         work = task_work(obs.comp_time, app, am_vcores(job))
         keys = job_keys(job) if job is not None else app_keys(app)
-        overhead = start_up(job, app, obs.tasks, work) if job is not None else None
-        out.append((Outcome(keys, obs.tasks, work, obs.deadline_s, max_cpus, overhead), mark))
+        if obs.censored:
+            # an app killed before its tasks ran showed nothing of their work (``task_work``
+            # would give the AM's)
+            used = work if work != obs.comp_time or app.launched_ms is None else 0.0
+            shown = obs.tasks * (job.task_floor_s or 0.0) if job is not None else 0.0
+            if max(used, shown) <= 0:
+                continue
+            outcome = Outcome(
+                keys, obs.tasks, max(used, shown), obs.deadline_s, max_cpus, censored=True
+            )
+        else:
+            overhead = start_up(job, app, obs.tasks, work) if job is not None else None
+            outcome = Outcome(keys, obs.tasks, work, obs.deadline_s, max_cpus, overhead)
+        out.append((outcome, mark))
     return out
 
 

@@ -722,12 +722,20 @@ class _Learning:
         facts = SidecarJobFacts(
             job.id, job.requested_tasks, job.deadline_s, job.deadline_ms, job.granted_cpus or 0
         )
-        self.observe(app, job.id, "job", job_outcome(facts, finished_app(app)))
+        killed = job.state == t.KILLED and app.state == "KILLED"
+        outcome = job_outcome(facts, finished_app(app))
+        self.observe(app, job.id, "job", outcome, killed=facts if killed else None)
 
     def observe(
-        self, app: Application, job_id: str | None, source: str, outcome: JobOutcome | str
+        self,
+        app: Application,
+        job_id: str | None,
+        source: str,
+        outcome: JobOutcome | str,
+        killed: SidecarJobFacts | None = None,
     ) -> None:
-        """TRACK_JOB once per app id; a skipped app is recorded with its reason."""
+        """TRACK_JOB once per app id; a skipped app is recorded with its reason, and a killed
+        job's (``killed``) kept as a lower bound of its work (``_keep_censored``)."""
         if jobs_repo.is_observed(self.session, app.app_id):
             return
         row = EstimatorObservation(
@@ -741,10 +749,24 @@ class _Learning:
             self.result.skipped += 1
             row.learned = False
             row.reason = outcome if isinstance(outcome, str) else _NO_CAPACITY
+            if killed is not None:
+                _keep_censored(row, killed, app.vcore_seconds)
         jobs_repo.add_observation(self.session, row)
 
 
 _NO_CAPACITY = "deadline capacity unknown (no NodeManager polled yet): maxCPUs undefined"
+
+
+def _keep_censored(row: EstimatorObservation, facts: SidecarJobFacts, vcore_seconds: float) -> None:
+    """Keep a killed job's skipped observation as a lower bound of its work, for Promise's
+    estimator (``app.db.promise_history``): what the app had used by its kill."""
+    row.censored = True
+    row.tasks = facts.tasks
+    row.deadline_s = facts.deadline_s
+    row.comp_time = float(vcore_seconds)
+    row.cpus = facts.granted_cpus
+    row.success = False
+    row.reason += "; kept as a lower bound of its work"
 
 
 def _fill_learned(row: EstimatorObservation, outcome: JobOutcome, version: int) -> None:

@@ -23,7 +23,7 @@ from app.policies.promise import core
 from app.policies.promise.admission import PromiseAdmission
 from app.policies.promise.estimator import Estimator, Outcome, params_from
 from app.policies.promise.signature import Keys, normalise_name, size_class
-from app.sim.jobs import JobRun, SimJob
+from app.sim.jobs import JobRun, SimJob, Status
 from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
 from app.sim.runner import SimContext
 from app.sim.tasks import task_seconds
@@ -91,7 +91,25 @@ class PromiseAllocator(_Admission):
         self.estimator = self.policy.learn(self.estimator, outcome, self.ctx.cluster.capacity)
 
     def ended(self, run: JobRun) -> None:
-        """Learn (via ``_track``), forget the keys, run admission again."""
+        """Learn (via ``_track``; a killed run as the least work it showed), forget the keys,
+        run admission again."""
+        if run.status is Status.KILLED and run.start_s is not None and self.ctx is not None:
+            # what the sidecar saw: its tasks' work so far, and its first wave's tasks running
+            # that long without ending (tasks alike, each at least that long)
+            shown = min(self.ctx.now - run.start_s, task_seconds(run)) * run.job.tasks
+            work = max(run.consumed, shown)
+            if work > 0:
+                outcome = Outcome(
+                    self._keys[run.job.job_id],
+                    run.job.tasks,
+                    work,
+                    run.job.deadline_s,
+                    run.max_cpus,
+                    censored=True,
+                )
+                self.estimator = self.policy.learn(
+                    self.estimator, outcome, self.ctx.cluster.capacity
+                )
         super().ended(run)
         self._keys.pop(run.job.job_id, None)
         self._as_running.pop(run.job.job_id, None)

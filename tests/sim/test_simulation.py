@@ -151,6 +151,27 @@ def test_promise_ends_a_job_its_first_wave_shows_will_miss(model: str) -> None:
     assert all(runs[f"etl-{i}"].status is Status.SUCCEEDED for i in range(3))
 
 
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
+def test_promise_learns_from_the_runs_it_kills(model: str) -> None:
+    # One signature, four 10 s tasks a run, a run every 100 s: four loose deadlines (20 s, x = 2)
+    # then a tight one (10 s, x = 1). The runs that end teach only the loose ratio 0.5, which
+    # bounds a tight run at half its work: promised 2 vcores and killed at its first wave. Had
+    # only ended runs been learned, every tight run would be promised the same and killed (16 of
+    # 16 were). Each kill is learned as the least work the run showed, and once the runs known
+    # to be larger than every ended one are too many for the ratio's quantile, the task
+    # seconds (10 s) bound the tight runs: 4 vcores, met.
+    jobs = [
+        SimJob(f"etl-{i}", 100.0 * i, 4, 40.0, name="etl", deadline_s=10.0 if i % 5 == 4 else 20.0)
+        for i in range(80)
+    ]
+    runs = experiment.run_policy("promise", jobs, ClusterSpec(8), model=model).runs
+    tight = [r for r in runs if r.job.deadline_s == 10.0]
+    killed = [r for r in tight if r.status is Status.KILLED]
+    assert len(tight) == 16 and len(killed) <= 2
+    assert all(r.grant == 4 and r.status is Status.SUCCEEDED for r in tight if r not in killed)
+    assert all(r.status is Status.SUCCEEDED for r in runs if r.job.deadline_s == 20.0)
+
+
 def test_runs_are_deterministic() -> None:
     jobs = _jobs(1, "Aria1x3x")
     a, b = _run("justice", jobs).summary(), _run("justice", jobs).summary()

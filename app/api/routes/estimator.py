@@ -88,6 +88,7 @@ def list_observations(
                 source=r.source,
                 observed_at=ms_to_utc(r.observed_ms),
                 learned=r.learned,
+                censored=r.censored,
                 tasks=r.tasks,
                 deadline_s=r.deadline_s,
                 comp_time=r.comp_time,

@@ -55,6 +55,20 @@ first burst a sidecar admits is planned as if tasks started at admission: on the
 cluster, whose start-ups take 4 to 5 s, a 3-task job promised 3 waves of 8.95 s for its 30 s
 deadline took 29.4 s, and missed in a run on a busier machine.
 
+Killed runs: admission kills a run that its first wave shows will miss, or that passes its
+deadline, and such a run never ends to report its work. Learning only the runs that ended would
+bias each key's history against its largest runs, the very ones its bounds fell short of: a
+signature whose deadlines are mostly loose and sometimes tight learns only the loose runs' ratio,
+and every tight run is promised half its work and killed again (the window forgets the last
+tight run that ended). So a killed run is learned as a lower bound of its work
+(``Outcome.censored``: what it had used, or its tasks times how long its first wave had run
+without ending) and each quantile is the product-limit (Kaplan and Meier 1958) one,
+``censored_quantile``: a lower bound counts among the runs at risk up to its value, and when the
+runs known to be larger than every ended one are more than ``1 - q`` of a window, that window
+bounds nothing (its predictor does not answer from that key; the ratio predictor takes the next key
+of the chain). A try's chances count a killed run as never fitting (``works``). Killed runs
+score no prediction: their work is not known.
+
 Calibration: before a completion is added, its work over the bound it would have had (the
 bounding predictor's ``upper``) is kept too, the last ``OVERRUN_WINDOW`` over every signature.
 Admission's promises rest on the bounds holding as often as their quantile says (19 times in 20
@@ -91,6 +105,9 @@ class Outcome:
     deadline_s: float | None
     max_cpus: int  # min(tasks, capacity) when it ran
     overhead_s: float | None = None  # admission to first task (module docstring); None: unknown
+    # ``work`` is only a lower bound: the run was killed before it ended (module docstring,
+    # "Killed runs").
+    censored: bool = False
 
     def __post_init__(self) -> None:
         if self.tasks < 1:
@@ -140,6 +157,11 @@ class _Series:
     task_s: deque[float]
     ratio: deque[float]
     overhead: deque[float]
+    # In step with ``task_s`` and ``ratio``: whether each sample is only a lower bound (a killed
+    # run, ``Outcome.censored``), and how many of each window's are.
+    task_cut: deque[bool]
+    ratio_cut: deque[bool]
+    cut: list[int] = field(default_factory=lambda: [0, 0])
     runs: int = 0
     off_2x: int = 0
     abs_log_err: float = 0.0
@@ -153,16 +175,39 @@ class _Series:
     # Quantiles of the windows above by (window, q), until the next run is learned: a round
     # estimates every waiting job, thousands of them sharing a few keys, and each estimate
     # sorted the same windows again.
-    memo: dict[tuple[int, float], float] = field(default_factory=dict)
+    memo: dict[tuple[int, float], float | None] = field(default_factory=dict)
 
-    def quantile(self, which: int, q: float) -> float:
-        """``quantile`` of window ``which`` (0: task seconds, 1: ratios, 2: start-ups)."""
-        value = self.memo.get((which, q))
-        if value is None:
-            value = self.memo[(which, q)] = quantile(
-                (self.task_s, self.ratio, self.overhead)[which], q
-            )
+    def quantile(self, which: int, q: float) -> float | None:
+        """``quantile`` of window ``which`` (0: task seconds, 1: ratios, 2: start-ups); with
+        killed runs among its samples, ``censored_quantile``, None where they leave it unknown."""
+        key = (which, q)
+        if key in self.memo:
+            return self.memo[key]
+        data = (self.task_s, self.ratio, self.overhead)[which]
+        if which < 2 and self.cut[which]:
+            value = censored_quantile(data, (self.task_cut, self.ratio_cut)[which], q)
+        else:
+            value = quantile(data, q)
+        self.memo[key] = value
         return value
+
+    def values(self, which: int) -> Sequence[float]:
+        """Window ``which`` (0 or 1) with each killed run's sample as infinite work: a chance
+        counted from it (``Estimator.works``) never counts on a run that did not end."""
+        data = (self.task_s, self.ratio)[which]
+        if not self.cut[which]:
+            return data
+        cut = (self.task_cut, self.ratio_cut)[which]
+        return [math.inf if c else v for v, c in zip(data, cut, strict=True)]
+
+    def append(self, which: int, value: float, censored: bool) -> None:
+        """Add a sample to window ``which`` (0 or 1), keeping the censored count in step."""
+        data, cut = ((self.task_s, self.task_cut), (self.ratio, self.ratio_cut))[which]
+        if cut.maxlen is not None and len(cut) == cut.maxlen and cut[0]:
+            self.cut[which] -= 1
+        data.append(value)
+        cut.append(censored)
+        self.cut[which] += censored
 
     def mean_error(self, which: int) -> float | None:
         """Mean absolute log error of one predictor (0 or 1) at this key, None before any."""
@@ -220,6 +265,37 @@ def quantile(values: Iterable[float], q: float) -> float:
     return data[rank - 1]
 
 
+def censored_quantile(values: Sequence[float], censored: Sequence[bool], q: float) -> float | None:
+    """``quantile`` of samples some of which are only lower bounds (``censored``), from the
+    product-limit (Kaplan-Meier) distribution: the smallest uncensored sample at which the
+    share of runs ended reaches ``q``. A lower bound counts among the runs at risk up to its
+    value and then leaves them, its run's share passing to the larger samples. None when the
+    runs known to be larger than every ended one are more than ``1 - q`` of them: no sample
+    bounds the work with that coverage. Without censored samples it is ``quantile``."""
+    pairs = sorted(zip(values, censored, strict=True), key=lambda p: (p[0], p[1]))
+    n = len(pairs)
+    if n == 0:
+        raise PolicyError("samples", "no samples")
+    at_risk = n
+    alive = 1.0  # the share of runs still running beyond the current value
+    i = 0
+    while i < n:
+        v = pairs[i][0]
+        ended = cut = 0
+        while i < n and pairs[i][0] == v:
+            if pairs[i][1]:
+                cut += 1
+            else:
+                ended += 1
+            i += 1
+        if ended:
+            alive *= 1 - ended / at_risk
+            if 1 - alive >= q - 1e-9 / n:
+                return v
+        at_risk -= ended + cut
+    return None
+
+
 def _both(absolute: _Prediction | None, relative: _Prediction | None) -> bool:
     """Whether both predictors answered from runs (the tighter bound is then a candidate)."""
     return (
@@ -271,7 +347,9 @@ class Estimator:
         s = self._series.get(key)
         if s is None:
             w = self.params.window
-            s = _Series(deque(maxlen=w), deque(maxlen=w), deque(maxlen=w))
+            s = _Series(
+                deque(maxlen=w), deque(maxlen=w), deque(maxlen=w), deque(maxlen=w), deque(maxlen=w)
+            )
             self._series[key] = s
         return s
 
@@ -297,7 +375,9 @@ class Estimator:
             if s is None:
                 continue
             data = s.ratio if ratio else s.task_s
-            if len(data) >= need or (key == GLOBAL and data):
+            if (len(data) >= need or (key == GLOBAL and data)) and (
+                s.quantile(int(ratio), self.params.quantile) is not None
+            ):
                 return key, s
         return None
 
@@ -333,10 +413,13 @@ class Estimator:
     def _scaled(self, series: _Series, which: int, scale: float, source: str) -> _Prediction:
         """The bound (``quantile``) and central value of ``scale`` x the samples of one window
         (0: task seconds, 1: ratios)."""
-        data = series.task_s if which == 0 else series.ratio
-        upper = scale * series.quantile(which, self.params.quantile)
-        central = scale * series.quantile(which, 0.5)
-        return _Prediction(Estimate(upper, central, source, len(data)), data, scale, series, which)
+        data = series.values(which)
+        upper = series.quantile(which, self.params.quantile)
+        central = series.quantile(which, 0.5)
+        assert upper is not None and central is not None  # ``_pick`` took a bounded window
+        return _Prediction(
+            Estimate(scale * upper, scale * central, source, len(data)), data, scale, series, which
+        )
 
     def overhead(self, keys: Keys) -> float:
         """Start-up bound: the quantile of the most specific key's start-up samples (``min_samples``
@@ -356,7 +439,7 @@ class Estimator:
             if s is not None and (
                 len(s.overhead) >= self.params.min_samples or (key == GLOBAL and s.overhead)
             ):
-                learned = s.quantile(2, self.params.quantile)
+                learned = s.quantile(2, self.params.quantile) or 0.0
                 read = i + 1
                 break
         if self._overheads < self._support:
@@ -480,7 +563,9 @@ class Estimator:
                 lt = s.mean_bound_loss(2)
                 assert lt is not None
                 if lt < min(la, lr):
-                    return self._tighter(absolute, relative)
+                    tight = self._tighter(absolute, relative)
+                    if math.isfinite(tight.est.upper):
+                        return tight
             return best
         return relative
 
@@ -493,7 +578,9 @@ class Estimator:
         at_level = []
         for pred in (absolute, relative):
             assert pred.series is not None
-            upper = pred.scale * pred.series.quantile(pred.which, level)
+            value = pred.series.quantile(pred.which, level)
+            # killed runs may leave the higher level unknown: that bound is then no bound
+            upper = math.inf if value is None else pred.scale * value
             at_level.append(pred._replace(est=replace(pred.est, upper=upper)))
         a, r = at_level
         return a._replace(other=r) if a.est.upper <= r.est.upper else r._replace(other=a)
@@ -506,7 +593,8 @@ class Estimator:
             outcome.keys, outcome.tasks, outcome.deadline_s, outcome.max_cpus
         )
         preds = (absolute, relative)
-        if preds[0] is not None or outcome.deadline_s is not None:
+        # a killed run's work is only a lower bound: it scores no prediction
+        if not outcome.censored and (preds[0] is not None or outcome.deadline_s is not None):
             # the estimate it would have had: its bound and samples are the bounding
             # predictor's (``_combine`` only sets the central value)
             had = self._combine(outcome.keys, *preds)
@@ -520,10 +608,10 @@ class Estimator:
                     )
             if _both(absolute, relative):
                 assert absolute is not None and relative is not None
-                s.scored[2] += 1
-                s.scored_loss[2] += _bound_loss(
-                    outcome.work, self._tighter(absolute, relative).est.upper, self.params.quantile
-                )
+                tight = self._tighter(absolute, relative).est.upper
+                if math.isfinite(tight):
+                    s.scored[2] += 1
+                    s.scored_loss[2] += _bound_loss(outcome.work, tight, self.params.quantile)
             if had.samples > 0 and had.upper > 0:
                 self._overruns.append(outcome.work / had.upper)
         if point is not None and point > 0:
@@ -544,9 +632,9 @@ class Estimator:
             series = self._get(key)
             series.memo.clear()
             series.runs += 1
-            series.task_s.append(task_s)
+            series.append(0, task_s, outcome.censored)
             if ratio is not None:
-                series.ratio.append(ratio)
+                series.append(1, ratio, outcome.censored)
             if outcome.overhead_s is not None:
                 series.overhead.append(outcome.overhead_s)
         return self
@@ -571,10 +659,13 @@ class Estimator:
             out[key] = {
                 "runs": s.runs,
                 "samples": len(s.task_s),
-                "task_s_median": quantile(s.task_s, 0.5) if s.task_s else None,
-                "task_s_upper": quantile(s.task_s, q) if s.task_s else None,
-                "ratio_median": quantile(s.ratio, 0.5) if s.ratio else None,
-                "ratio_upper": quantile(s.ratio, q) if s.ratio else None,
+                # of them, runs killed before they ended (their work a lower bound); a quantile
+                # they leave unknown is None
+                "killed": s.cut[0],
+                "task_s_median": s.quantile(0, 0.5) if s.task_s else None,
+                "task_s_upper": s.quantile(0, q) if s.task_s else None,
+                "ratio_median": s.quantile(1, 0.5) if s.ratio else None,
+                "ratio_upper": s.quantile(1, q) if s.ratio else None,
                 "task_s_error": s.mean_error(0),
                 "ratio_error": s.mean_error(1),
                 # what picks the predictor that bounds (``_combine``)

@@ -14,10 +14,12 @@ from sqlalchemy import func, select
 from app.db import jobs_repo, poll_writes, repo
 from app.db.jobs_models import EstimatorObservation, Job, JobDecision
 from app.db.models import Decision
+from app.db.promise_history import job_keys, load_estimator
 from app.db.session import transaction
 from app.domain.model import AppRecord, NodeState, Resources
 from app.jobs.rounds import AdmissionConfig
 from app.policies.justice.core import EstimatorState, make_params
+from app.policies.promise.estimator import EstimatorParams
 from app.services.admission import AdmissionService, JobRejected, NewJob, ServiceOptions
 from tests.conftest import Db
 from tests.factories import app as app_record
@@ -366,8 +368,31 @@ async def test_large_violators_are_killed_small_ones_run_on(env: Env) -> None:
         kill = next(d for d in jobs_repo.decisions_of(s, big.id) if d.action == "kill")
     assert kill.reason == "past its deadline by 10s with 4 tasks > drop_threshold 3"
     assert load(env, small.id).state == "submitted"
-    # A killed app's truncated vcoreSeconds do not teach the estimator.
+    # A killed app's truncated vcoreSeconds do not teach the estimator ...
     assert estimator(env).completed == 0
+    # ... but once the RM reports it ended, they are kept as a lower bound of the job's work,
+    # which Promise's estimator learns as such: 60 vcore-s, less its 1-vcore AM's 19.9 s
+    assert killed.app_id is not None
+    record_apps(
+        env,
+        app_record(
+            killed.app_id, state="KILLED", submitted_ms=T0, finished_ms=env.clock.now,
+            vcore_seconds=60,
+        ),
+    )  # fmt: skip
+    await service.run_once(env.clock.now)
+    assert estimator(env).completed == 0
+    with env.db.sessions() as s:
+        obs = s.get_one(EstimatorObservation, killed.app_id)
+        keys = job_keys(load(env, big.id))
+        est = load_estimator(s, EstimatorParams(min_samples=1), capacity=8)
+    assert (obs.learned, obs.censored, obs.tasks, obs.comp_time) == (False, True, 4, 60.0)
+    assert obs.reason.endswith("kept as a lower bound of its work")
+    entry = est.entries()[keys.signature]
+    assert (entry["samples"], entry["killed"]) == (1, 1)
+    # the only run did not end: nothing bounds the next one from it, as if it had no history
+    assert entry["task_s_upper"] is None and entry["ratio_upper"] is None
+    assert est.estimate(keys, 4, 10.0, 4).source == "bootstrap"
 
 
 async def test_cancel_is_idempotent_and_kills_the_app(env: Env) -> None:

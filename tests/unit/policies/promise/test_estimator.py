@@ -9,7 +9,14 @@ import pytest
 
 from app.policies.base import PolicyError
 from app.policies.promise import estimator as estimator_module
-from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome, quantile, rebuild
+from app.policies.promise.estimator import (
+    Estimator,
+    EstimatorParams,
+    Outcome,
+    censored_quantile,
+    quantile,
+    rebuild,
+)
 from app.policies.promise.signature import Keys
 
 A = Keys("sigA", "u1|t", "q")
@@ -28,6 +35,55 @@ def test_nearest_rank_quantile() -> None:
     assert quantile([5.0], 0.95) == 5.0
     with pytest.raises(PolicyError):
         quantile([], 0.5)
+
+
+def test_censored_quantile_is_the_product_limit_quantile() -> None:
+    # without lower bounds it is the nearest-rank quantile
+    rng = random.Random(3)
+    for _ in range(200):
+        values = [rng.choice((1.0, 2.0, 3.0, rng.random())) for _ in range(rng.randint(1, 30))]
+        q = rng.choice((0.5, 0.75, 0.9, 0.95, 1.0))
+        assert censored_quantile(values, [False] * len(values), q) == quantile(values, q)
+    # 1, 2 and 3 ended, one run was killed after 2.5: at 2 half the runs have ended (1/4, then
+    # 1/3 of the 3 still at risk); the killed one leaves the risk set, its share passing to 3
+    values, cut = [1.0, 2.0, 2.5, 3.0], [False, False, True, False]
+    assert censored_quantile(values, cut, 0.5) == 2.0
+    assert censored_quantile(values, cut, 0.75) == 3.0
+    # a lower bound below an ended run does not make that run any rarer than its rank says
+    assert censored_quantile([0.5, 1.0, 2.0], [True, False, False], 0.5) == 1.0
+    # killed after the largest ended run: a third of the runs are known to be larger than
+    # every ended one, so no sample bounds them with a coverage above 2/3
+    assert censored_quantile([1.0, 2.0, 3.0], [False, False, True], 2 / 3) == 2.0
+    assert censored_quantile([1.0, 2.0, 3.0], [False, False, True], 0.75) is None
+    # a run killed at the value another ended at was at risk there: it is counted among them
+    assert censored_quantile([2.0, 2.0], [False, True], 0.5) == 2.0
+    with pytest.raises(PolicyError):
+        censored_quantile([], [], 0.5)
+
+
+def test_killed_runs_keep_a_signatures_bound_from_forgetting_its_largest_runs() -> None:
+    # Four tasks of 10 s (40 vcore-seconds) every run. Loose deadlines (20 s on 4 vcores,
+    # ratio 0.5) alternate with tight ones (10 s, ratio 1). A tight run promised on the loose
+    # runs' ratio gets 2 vcores and is killed at its first wave, before it ends: if only the
+    # runs that ended were learned, the ratios would all be 0.5 and every tight run would be
+    # promised the same too-small grant and killed again. Learned as lower bounds (killed
+    # after 5 s on each task, 20 vcore-seconds shown: ratio at least 0.5), the runs that are
+    # known to be larger than every ended one leave the ratio without a bound, and the task
+    # seconds (exact here) bound the job.
+    est = Estimator(EstimatorParams(min_samples=3, quantile=0.75))
+    for _ in range(3):
+        est.learn(Outcome(A, 4, 40.0, 20.0, max_cpus=4))
+    tight = est.estimate(A, tasks=4, deadline_s=10.0, max_cpus=4)
+    assert tight.source == "ratio@sigA" and tight.upper == pytest.approx(20.0)
+    est.learn(Outcome(A, 4, 20.0, 10.0, max_cpus=4, censored=True))
+    # one of four known larger: a 0.75 quantile is still the ended runs' 0.5
+    assert est.estimate(A, 4, 10.0, 4).upper == pytest.approx(20.0)
+    est.learn(Outcome(A, 4, 20.0, 10.0, max_cpus=4, censored=True))
+    tight = est.estimate(A, tasks=4, deadline_s=10.0, max_cpus=4)
+    assert tight.source == "task_s@sigA" and tight.upper == pytest.approx(40.0)
+    # a try's chances never count on a run that did not end
+    assert est.works(A, 4, 10.0, 4) == pytest.approx([40.0, 40.0, 40.0, math.inf, math.inf])
+    assert est.entries()["sigA"]["samples"] == 5
 
 
 def test_bootstrap_is_the_whole_deadline_at_full_parallelism() -> None:
