@@ -132,9 +132,9 @@ def _observations(
         work = task_work(obs.comp_time, app, am_vcores(job))
         keys = job_keys(job) if job is not None else app_keys(app)
         if obs.censored:
-            # an app killed before its tasks ran showed nothing of their work (``task_work``
-            # would give the AM's)
-            used = work if work != obs.comp_time or app.launched_ms is None else 0.0
+            # where ``task_work`` could not take the AM's life out (unknown, or all of it), the
+            # tasks showed no work of their own
+            used = work if work != obs.comp_time else 0.0
             shown = obs.tasks * (job.task_floor_s or 0.0) if job is not None else 0.0
             if max(used, shown) <= 0:
                 continue

@@ -6,7 +6,9 @@ sidecar granted, success means finished within the deadline. Choices where the d
 * Only apps that ended ``FINISHED`` / ``SUCCEEDED`` teach. A killed app's ``vcoreSeconds`` stop
   at the kill (the selective dropping of 5.1.2 kills large violators precisely so that only the
   smaller ones, which run to completion, feed the statistics); a failed app's work is not the
-  job's work. Such apps are still recorded as observations, with the reason they were skipped.
+  job's work. Such apps are still recorded as observations, with the reason they were skipped. A
+  sidecar job killed so is kept too, as a lower bound of its work that Promise's estimator learns
+  (``app.db.promise_history``; ``rounds._keep_censored``).
 * An app submitted straight to YARN was granted nothing by the sidecar: its ``numCPUsAllocd`` is
   its mean parallelism ``ceil(vcoreSeconds / elapsed)``, capped at its tasks; without a
   ``tasks:`` tag its tasks are that same mean parallelism. Its deadline in seconds is the

@@ -68,7 +68,9 @@ or waste work on real traces:
   the moment its latest start passes, unless it is worth trying then ("Tries").
 * Learning-aware kills: a running job past its deadline is killed (continuing only wastes
   capacity), unless it is small (``learn_cpus`` vcores or fewer) and its signature has fewer runs
-  than the estimator needs (its completion is what teaches the estimator that signature).
+  than the estimator needs (its completion is what teaches the estimator that signature). A
+  killed run still teaches the estimator a lower bound of its work (``estimator``, "Killed
+  runs"), so its history keeps the runs its bounds fell short of.
 * First wave: a promised job whose bound was wrong need not hold its grant until its deadline.
   Its first wave's tasks show their duration as they run: ``RunningJob.task_floor_s`` is how
   long they have run without one ending (or what they took), so ``ceil(n / g)`` waves of tasks
