@@ -87,10 +87,16 @@ def task_work(comp_time: float, app: Application, am_vcores: int = AM_VCORES) ->
     """Vcore-seconds of the app's tasks: ``comp_time`` less the AM's life (module docstring).
     Unchanged when nothing would be left: an app whose AM did all the work has no task
     containers, and its work is the AM's."""
+    own = _tasks_own(comp_time, app, am_vcores)
+    return comp_time if own is None else own
+
+
+def _tasks_own(comp_time: float, app: Application, am_vcores: int) -> float | None:
+    """``comp_time`` less the AM's life, None where that is unknown or leaves nothing."""
     if app.launched_ms is None or app.finished_ms is None:
-        return comp_time
+        return None
     rest = comp_time - am_vcores * max(app.finished_ms - app.launched_ms, 0) / 1000
-    return rest if rest >= 1.0 else comp_time
+    return rest if rest >= 1.0 else None
 
 
 def start_up(job: Job, app: Application, tasks: int, work: float) -> float | None:
@@ -129,12 +135,10 @@ def _observations(
         if not obs.tasks or not obs.comp_time or obs.comp_time <= 0:
             continue
         max_cpus = max(1, min(obs.tasks, capacity))
-        work = task_work(obs.comp_time, app, am_vcores(job))
         keys = job_keys(job) if job is not None else app_keys(app)
         if obs.censored:
-            # where ``task_work`` could not take the AM's life out (unknown, or all of it), the
-            # tasks showed no work of their own
-            used = work if work != obs.comp_time else 0.0
+            # the AM's work is no lower bound of the tasks': without their own, none
+            used = _tasks_own(obs.comp_time, app, am_vcores(job)) or 0.0
             shown = obs.tasks * (job.task_floor_s or 0.0) if job is not None else 0.0
             if max(used, shown) <= 0:
                 continue
@@ -142,6 +146,7 @@ def _observations(
                 keys, obs.tasks, max(used, shown), obs.deadline_s, max_cpus, censored=True
             )
         else:
+            work = task_work(obs.comp_time, app, am_vcores(job))
             overhead = start_up(job, app, obs.tasks, work) if job is not None else None
             outcome = Outcome(keys, obs.tasks, work, obs.deadline_s, max_cpus, overhead)
         out.append((outcome, mark))

@@ -96,8 +96,8 @@ class PromiseAllocator(_Admission):
         if run.status is Status.KILLED and run.start_s is not None and self.ctx is not None:
             # what the sidecar saw: its tasks' work so far, and its first wave's tasks running
             # that long without ending (tasks alike, each at least that long)
-            shown = min(self.ctx.now - run.start_s, task_seconds(run)) * run.job.tasks
-            work = max(run.consumed, shown)
+            floor = self._running_job(run, self.ctx.now).task_floor_s
+            work = max(run.consumed, floor * run.job.tasks)
             if work > 0:
                 outcome = Outcome(
                     self._keys[run.job.job_id],

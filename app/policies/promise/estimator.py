@@ -158,10 +158,9 @@ class _Series:
     ratio: deque[float]
     overhead: deque[float]
     # In step with ``task_s`` and ``ratio``: whether each sample is only a lower bound (a killed
-    # run, ``Outcome.censored``), and how many of each window's are.
+    # run, ``Outcome.censored``).
     task_cut: deque[bool]
     ratio_cut: deque[bool]
-    cut: list[int] = field(default_factory=lambda: [0, 0])
     runs: int = 0
     off_2x: int = 0
     abs_log_err: float = 0.0
@@ -184,8 +183,8 @@ class _Series:
         if key in self.memo:
             return self.memo[key]
         data = (self.task_s, self.ratio, self.overhead)[which]
-        if which < 2 and self.cut[which]:
-            value = censored_quantile(data, (self.task_cut, self.ratio_cut)[which], q)
+        if which < 2 and any(cut := (self.task_cut, self.ratio_cut)[which]):
+            value = censored_quantile(data, cut, q)
         else:
             value = quantile(data, q)
         self.memo[key] = value
@@ -194,20 +193,16 @@ class _Series:
     def values(self, which: int) -> Sequence[float]:
         """Window ``which`` (0 or 1) with each killed run's sample as infinite work: a chance
         counted from it (``Estimator.works``) never counts on a run that did not end."""
-        data = (self.task_s, self.ratio)[which]
-        if not self.cut[which]:
+        data, cut = ((self.task_s, self.task_cut), (self.ratio, self.ratio_cut))[which]
+        if not any(cut):
             return data
-        cut = (self.task_cut, self.ratio_cut)[which]
         return [math.inf if c else v for v, c in zip(data, cut, strict=True)]
 
     def append(self, which: int, value: float, censored: bool) -> None:
-        """Add a sample to window ``which`` (0 or 1), keeping the censored count in step."""
+        """Add a sample to window ``which`` (0 or 1) with whether it is a lower bound."""
         data, cut = ((self.task_s, self.task_cut), (self.ratio, self.ratio_cut))[which]
-        if cut.maxlen is not None and len(cut) == cut.maxlen and cut[0]:
-            self.cut[which] -= 1
         data.append(value)
         cut.append(censored)
-        self.cut[which] += censored
 
     def mean_error(self, which: int) -> float | None:
         """Mean absolute log error of one predictor (0 or 1) at this key, None before any."""
@@ -661,7 +656,7 @@ class Estimator:
                 "samples": len(s.task_s),
                 # of them, runs killed before they ended (their work a lower bound); a quantile
                 # they leave unknown is None
-                "killed": s.cut[0],
+                "killed": sum(s.task_cut),
                 "task_s_median": s.quantile(0, 0.5) if s.task_s else None,
                 "task_s_upper": s.quantile(0, q) if s.task_s else None,
                 "ratio_median": s.quantile(1, 0.5) if s.ratio else None,
