@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.control.guard import STATE_KEY as GUARD_STATE
@@ -22,7 +22,8 @@ from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
 from app.db.history_models import MapReduceJobRow
 from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
 from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, QueueSample
-from app.domain.model import AppRecord, Resources
+from app.domain.model import UNSTARTED_APP_STATES, AppRecord, Resources
+from app.domain.tags import SUBMITTED
 
 QUEUE_KIND = "queue"
 # Decisions of HybridMR placement of observed jobs (``app.services.placement``).
@@ -103,6 +104,10 @@ class Snapshot:
     guard_caps: dict[str, float] = field(default_factory=dict)
     # HybridMR placement of observed jobs by status (applied, advised, decided, failed).
     placements_by_status: dict[str, int] = field(default_factory=dict)
+    # Deadline jobs submitted to YARN that it has not started (``unstarted_jobs``), and the
+    # earliest of their submissions to YARN.
+    unstarted_jobs: int = 0
+    unstarted_since_ms: int | None = None
 
 
 def latest_queue_decision(session: Session, cluster_id: int) -> Decision | None:
@@ -212,6 +217,27 @@ def _grouped(session: Session, column: Any, *where: Any) -> dict[str, int]:
     return {str(k): int(n) for k, n in rows if k is not None}
 
 
+def unstarted_jobs(session: Session) -> tuple[int, int | None]:
+    """Deadline jobs the sidecar submitted to YARN whose app YARN has not started, as the polls
+    have seen it (not listed yet, or still waiting for its ApplicationMaster), and the earliest
+    of their submissions to YARN. Admission books only what the deadline queue can hold now, so
+    each should start within a poll interval; one that waits longer holds a grant YARN is not
+    serving (another queue holds the capacity, or the deadline queue's capacity changed)."""
+    count, since = session.execute(
+        select(func.count(), func.min(Job.yarn_submitted_ms))
+        .select_from(Job)
+        .outerjoin(Application, Application.app_id == Job.app_id)
+        .where(
+            Job.state == SUBMITTED,
+            or_(
+                Application.app_id.is_(None),
+                Application.state.in_(sorted(UNSTARTED_APP_STATES)),
+            ),
+        )
+    ).one()
+    return int(count), None if since is None else int(since)
+
+
 def snapshot(session: Session, cluster_name: str) -> Snapshot:
     """The database's part of one scrape."""
     snap = Snapshot()
@@ -233,6 +259,7 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
     ).all():
         admission[(str(action), reason_template(reason or ""))] += int(n)
     snap.admission = dict(admission)
+    snap.unstarted_jobs, snap.unstarted_since_ms = unstarted_jobs(session)
     est = session.scalars(select(EstimatorStateRow).order_by(EstimatorStateRow.id).limit(1)).first()
     if est is not None:
         snap.estimator = {**(est.state or {}), "version": est.version}

@@ -124,6 +124,8 @@ class AppRecord:
 
 
 FINAL_APP_STATES = frozenset({"FINISHED", "FAILED", "KILLED"})
+# Accepted by the RM but its ApplicationMaster not yet running: an app YARN has not started.
+UNSTARTED_APP_STATES = frozenset({"NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED"})
 
 # How long after FINISHED a real RM keeps accruing an app's resource-seconds (its AM container is
 # still exiting): long enough for that to be accounted, short enough to keep the query cheap. The

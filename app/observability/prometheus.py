@@ -103,6 +103,7 @@ class SidecarCollector(Collector):
         yield from _queue_metrics(snap)
         yield from _control_metrics(snap)
         yield from _admission_metrics(snap)
+        yield from _unstarted_metrics(snap, self._clock())
         yield from _poll_metrics(snap, self._clock())
         yield from _history_metrics(snap)
 
@@ -255,6 +256,27 @@ def _admission_metrics(snap: Snapshot) -> Iterable[Metric]:
     learned = CounterMetricFamily(P + "estimator_observations", "Finished jobs learned from.")
     learned.add_metric([], float(completed) if isinstance(completed, int) else 0.0)
     yield learned
+
+
+def _unstarted_metrics(snap: Snapshot, now_s: float) -> Iterable[Metric]:
+    unstarted = _gauge(
+        "jobs_unstarted",
+        "Deadline jobs submitted to YARN that it has not started yet (no ApplicationMaster "
+        "running): admission books only what YARN can give, so these should start within a "
+        "poll interval.",
+        [],
+    )
+    unstarted.add_metric([], snap.unstarted_jobs)
+    yield unstarted
+    waited = _gauge(
+        "jobs_unstarted_oldest_seconds",
+        "Seconds the longest-waiting of them has waited since its submission to YARN; 0 when "
+        "none waits.",
+        [],
+    )
+    since = snap.unstarted_since_ms
+    waited.add_metric([], 0.0 if since is None else max(0.0, now_s - since / 1000))
+    yield waited
 
 
 def _history_metrics(snap: Snapshot) -> Iterable[Metric]:

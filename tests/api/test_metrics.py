@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,10 +13,15 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.db import jobs_repo, repo
+from app.db.jobs_models import Job
+from app.db.session import transaction
+from app.domain import tags as t
 from app.main import create_app
 from app.settings import Settings
 from tests import operator_data as od
 from tests.conftest import Db
+from tests.factories import app
 
 P = "yarn_sidecar_"
 
@@ -114,6 +120,52 @@ async def test_every_series_is_exposed_with_the_recorded_numbers(
     assert _value(s, "leader") == 1
     assert _value(s, "policy_info", policy="fawkes:TD", mode="enforce") == 1
     assert _value(s, "applications", state="FINISHED") == 46  # 40 recorded + 6 deadline jobs
+    # the seeded jobs submitted to YARN run there
+    assert _value(s, "jobs_unstarted") == 0
+    assert _value(s, "jobs_unstarted_oldest_seconds") == 0
+
+
+async def test_jobs_yarn_has_not_started_are_counted_with_the_longest_wait(
+    db: Db, served: tuple[httpx.AsyncClient, FastAPI]
+) -> None:
+    """A job submitted to YARN whose app is still ACCEPTED, or not yet polled, is one YARN has
+    not started; the gauge says how many and how long the first has waited."""
+    client, _ = served
+    now_ms = int(time.time() * 1000)
+    waits = {"accepted": 90_000, "unpolled": 5_000, "running": 300_000}
+    with transaction(db.sessions) as s:
+        cluster = repo.ensure_cluster(s, od.CLUSTER, ["http://rm:8088"], od.NOW_MS)
+        for n, (kind, wait_ms) in enumerate(waits.items()):
+            app_id = f"application_1700000000002_{n + 1:04d}"
+            job = Job(
+                id=f"unstarted{n:023x}",
+                name=kind,
+                queue="root.deadline",
+                state=t.SUBMITTED,
+                requested_tasks=2,
+                input_bytes=None,
+                block_size=None,
+                deadline_s=600.0,
+                deadline_ms=now_ms + 600_000,
+                submitted_ms=now_ms - wait_ms,
+                run={},
+                tags=[],
+                request_hash="0" * 64,
+                granted_cpus=2,
+                admitted_ms=now_ms - wait_ms,
+                app_id=app_id,
+                yarn_submitted_ms=now_ms - wait_ms,
+                reason="",
+                updated_ms=now_ms,
+            )
+            jobs_repo.add_job(s, job)
+            if kind != "unpolled":
+                state = "ACCEPTED" if kind == "accepted" else "RUNNING"
+                rec = app(app_id, queue="root.deadline", state=state, submitted_ms=now_ms)
+                repo.upsert_apps(s, cluster.id, [rec], now_ms)
+    s = _samples((await client.get("/metrics")).text)
+    assert _value(s, "jobs_unstarted") == 2  # the ACCEPTED one and the one no poll has listed
+    assert 90 <= _value(s, "jobs_unstarted_oldest_seconds") < 90 + 60
 
 
 async def test_openmetrics_on_request(served: tuple[httpx.AsyncClient, FastAPI]) -> None:
