@@ -18,6 +18,9 @@ its run took, so a miss shows whether the plan or YARN was late.
 While another queue holds most of the cluster, the sidecar admits only what the deadline queue
 can hold now, so every job it admits starts (its ApplicationMaster is launched) within one poll
 interval instead of sitting ACCEPTED until the other queue's containers end.
+When an operator fixes the deadline capacity above what YARN can give, the jobs YARN leaves
+ACCEPTED show in ``/metrics`` (how many, and how long the first has waited), which the sample
+alert in ``docs/monitoring`` watches.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.yarn import workload
 from app.yarn.client import RMClient
@@ -281,3 +285,61 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
     print("admission -> AM launched (s):", delays)
     assert delays, "no job was admitted"
     assert all(d <= BUSY_POLL_S for _, d in delays), (delays, timeline)
+
+
+async def test_jobs_yarn_does_not_start_show_in_the_metrics(
+    yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
+) -> None:
+    """An operator who fixes the deadline capacity above what YARN can give (8 vcores while
+    another queue holds 6) gets admissions YARN leaves ACCEPTED; ``/metrics`` counts them and
+    how long the first has waited, which the sample alert watches, and reads 0 once they run."""
+    settings = settings_for(
+        yarn_cluster,
+        tmp_path,
+        "it-unstarted",
+        poll_interval_s=BUSY_POLL_S,
+        admission_policy="promise",
+        deadline_capacity_vcores=CLUSTER_VCORES,
+    )
+    run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
+    async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
+        try:
+            busy = workload.AppSpec(
+                queue="etl", sleep_s=150, num_containers=5, container_memory_mb=128, tags=(TAG,)
+            )
+            (busy_id,) = await workload.submit_all(rm, [busy], harness)
+            until = time.monotonic() + 60
+            while (await rm.metrics()).containers_allocated < 6:
+                assert time.monotonic() < until, "the busy app did not get its containers"
+                await asyncio.sleep(0.5)
+            async with sidecar(settings) as client:
+                bodies = [
+                    {"name": f"fixed-{i}", "deadline": 600, "requested_tasks": 1, "run": run}
+                    for i in range(3)
+                ]
+                answers = [await client.post("/jobs", json=b) for b in bodies]
+                assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
+                # every job and its AM fit the fixed 8 vcores, so all three are admitted; YARN
+                # has 2 free, one job's worth
+                await asyncio.sleep(3 * BUSY_POLL_S)
+                waiting = _samples_of(await client.get("/metrics"))
+                assert waiting["yarn_sidecar_jobs_unstarted"] >= 1, waiting
+                assert waiting["yarn_sidecar_jobs_unstarted_oldest_seconds"] > BUSY_POLL_S, waiting
+                await workload.kill_unfinished(rm, app_ids=[busy_id])
+                await wait_all_final(client, [b["name"] for b in bodies], 120)
+                done = _samples_of(await client.get("/metrics"))
+        finally:
+            await workload.kill_unfinished(rm, tags=[TAG])
+    assert done["yarn_sidecar_jobs_unstarted"] == 0, done
+    assert done["yarn_sidecar_jobs_unstarted_oldest_seconds"] == 0, done
+
+
+def _samples_of(response: Any) -> dict[str, float]:
+    """The unlabelled samples of a ``/metrics`` answer."""
+    assert response.status_code == 200, response.text
+    return {
+        s.name: s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+        if not s.labels
+    }
