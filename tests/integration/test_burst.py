@@ -134,7 +134,7 @@ def _at_s(at: str) -> float:
 
 
 async def _explain(
-    client: Any, s: Shape, plain_met: bool, job: dict[str, Any]
+    client: Any, s: Shape, plain_met: bool, job: dict[str, Any], am: int
 ) -> tuple[str, tuple[float, float, int] | None]:
     """One job's line: what it was promised, when (from its submission), on what the round saw
     free, and how much longer than its sleeps its run took (a miss shows whether the plan or
@@ -164,8 +164,8 @@ async def _explain(
     ends = [_at_s(d["at"]) for d in detail["decisions"] if d["action"] in ("finish", "killed")]
     if not admits or not ends:
         return line, None
-    # its grant and its ApplicationMaster's container, booked until the sidecar saw it end
-    return line, (admits[0], ends[-1], job["granted_cpus"] + 1)
+    # its grant and its ApplicationMaster's containers (``am``), booked until the sidecar saw it end
+    return line, (admits[0], ends[-1], job["granted_cpus"] + am)
 
 
 def _most_booked(held: list[tuple[float, float, int]]) -> int:
@@ -200,7 +200,8 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
             answers = await asyncio.gather(*(client.post("/jobs", json=b) for b in bodies))
             assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
             ours = await wait_all_final(client, [s.name for s in BURST], WAIT_S)
-            report = [await _explain(client, s, plain[s.name], ours[s.name]) for s in BURST]
+            am = settings.promise_am_containers
+            report = [await _explain(client, s, plain[s.name], ours[s.name], am) for s in BURST]
         finally:
             await workload.kill_unfinished(rm, tags=[TAG])
     print("\n".join(line for line, _ in report))
@@ -225,6 +226,25 @@ async def test_the_sidecar_meets_at_least_as_many_deadlines_as_plain_yarn(
 BUSY_POLL_S = 5.0
 
 
+# The small one-task jobs of the busy-queue tests.
+SMALL_RUN = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
+
+
+async def _occupy_etl(rm: RMClient, harness: workload.Harness) -> str:
+    """root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 150 s, longer than the
+    tests wait for their small jobs (the caller kills it at the end); returns its app id once
+    YARN has given it all of them."""
+    busy = workload.AppSpec(
+        queue="etl", sleep_s=150, num_containers=5, container_memory_mb=128, tags=(TAG,)
+    )
+    (busy_id,) = await workload.submit_all(rm, [busy], harness)
+    until = time.monotonic() + 60
+    while (await rm.metrics()).containers_allocated < 6:
+        assert time.monotonic() < until, "the busy app did not get its containers"
+        await asyncio.sleep(0.5)
+    return busy_id
+
+
 async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
     yarn_cluster: YarnCluster, harness: workload.Harness, tmp_path: Path
 ) -> None:
@@ -235,23 +255,13 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
         poll_interval_s=BUSY_POLL_S,
         admission_policy="promise",
     )
-    run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
         try:
-            # root.etl takes 6 of the 8 vcores (its AM and 5 containers) for 150 s: longer than
-            # the wait below for the three small jobs (120 s); it is killed at the end.
-            busy = workload.AppSpec(
-                queue="etl", sleep_s=150, num_containers=5, container_memory_mb=128, tags=(TAG,)
-            )
-            (busy_id,) = await workload.submit_all(rm, [busy], harness)
-            until = time.monotonic() + 60
-            while (await rm.metrics()).containers_allocated < 6:
-                assert time.monotonic() < until, "the busy app did not get its containers"
-                await asyncio.sleep(0.5)
+            busy_id = await _occupy_etl(rm, harness)
             async with sidecar(settings) as client:
                 await asyncio.sleep(2 * BUSY_POLL_S)  # the poller has seen the busy queue
                 bodies = [
-                    {"name": f"small-{i}", "deadline": 300, "requested_tasks": 1, "run": run}
+                    {"name": f"small-{i}", "deadline": 300, "requested_tasks": 1, "run": SMALL_RUN}
                     for i in range(3)
                 ]
                 answers = [await client.post("/jobs", json=b) for b in bodies]
@@ -269,11 +279,8 @@ async def test_admitted_jobs_start_at_once_while_another_queue_is_busy(
             for detail in details:
                 if detail["app_id"] is None:
                     continue
-                admitted = min(
-                    dt.datetime.fromisoformat(d["at"]).timestamp()
-                    for d in detail["decisions"]
-                    if d["action"] == "admit"
-                )
+                decisions = detail["decisions"]
+                admitted = min(_at_s(d["at"]) for d in decisions if d["action"] == "admit")
                 app = await rm.app(detail["app_id"])
                 assert app.launched_ms is not None, detail
                 delays.append((detail["name"], app.launched_ms / 1000 - admitted))
@@ -301,20 +308,12 @@ async def test_jobs_yarn_does_not_start_show_in_the_metrics(
         admission_policy="promise",
         deadline_capacity_vcores=CLUSTER_VCORES,
     )
-    run = {"kind": "sleep", "seconds": 3, "container_memory_mb": 128}
     async with RMClient([yarn_cluster.rm_url], timeout_s=30) as rm:
         try:
-            busy = workload.AppSpec(
-                queue="etl", sleep_s=150, num_containers=5, container_memory_mb=128, tags=(TAG,)
-            )
-            (busy_id,) = await workload.submit_all(rm, [busy], harness)
-            until = time.monotonic() + 60
-            while (await rm.metrics()).containers_allocated < 6:
-                assert time.monotonic() < until, "the busy app did not get its containers"
-                await asyncio.sleep(0.5)
+            busy_id = await _occupy_etl(rm, harness)
             async with sidecar(settings) as client:
                 bodies = [
-                    {"name": f"fixed-{i}", "deadline": 600, "requested_tasks": 1, "run": run}
+                    {"name": f"fixed-{i}", "deadline": 600, "requested_tasks": 1, "run": SMALL_RUN}
                     for i in range(3)
                 ]
                 answers = [await client.post("/jobs", json=b) for b in bodies]
