@@ -1,17 +1,20 @@
-"""Small PNG figures for ``docs/evaluation.md`` from ``simulate compare`` outputs.
+"""Small PNG figures and the Markdown tables of ``docs/evaluation.md`` from ``simulate compare``
+outputs.
 
     .venv/bin/python -m app.sim.docs_figures reports/eval docs/img
-    .venv/bin/python -m app.sim.docs_figures reports/eval-tasks docs/img sim_tasks_justice
+    .venv/bin/python -m app.sim.docs_figures reports/eval-tasks docs/img sim_tasks_justice \
+        --fluid reports/eval
 
 Reads ``<eval>/justice-<cap>-<deadlines>/compare.json`` (the thesis' Figures 5.4 to 5.6 as
-grouped bars of SDR, PTR and WTR per deadline type), ``<eval>/fawkes-swim/compare.json`` (Fawkes
-Figure 9: per-queue mean slowdown per weighting) and ``<eval>/ltrf-google/compare.json``.
+grouped bars of SDR, PTR and WTR per deadline type, and one table per capacity printed to stdout;
+``--fluid`` adds the table of SDR in both cluster models) and ``<eval>/fawkes-swim/compare.json``
+(Fawkes Figure 9: per-queue mean slowdown per weighting).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,17 +68,80 @@ def fawkes_figure(eval_dir: Path, out: Path) -> None:
     plt.close(fig)
 
 
+CAPACITIES = ("5", "25", "50")
+
+
+def _row(eval_dir: Path, cap: str, dl: str, alloc: str) -> dict[str, Any]:
+    rows = _load(eval_dir / f"justice-{cap}-{dl}" / "compare.json")
+    return next(r for r in rows if r["policy"] == alloc)
+
+
+def justice_table(eval_dir: Path, cap: str, events: bool = False) -> str:
+    """One capacity's Markdown table: every metric of every allocator per deadline type (with
+    the simulated events in the task model, whose cost they are)."""
+    first = _load_config(eval_dir / f"justice-{cap}-{DEADLINES[0]}" / "compare.json")
+    head = ["deadlines", "allocator", "SDR", "PTR", "WTR", "Jain", "equality", "util."]
+    head += ["dropped", "killed", "missed"] + (["events"] if events else [])
+    lines = [
+        f"**{cap}% of peak ({first['capacity_vcores']} vcores)"
+        + (", task model**" if events else "**"),
+        "",
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join("---" for _ in head) + " |",
+    ]
+    for dl in DEADLINES:
+        for alloc in ALLOCATORS:
+            r = _row(eval_dir, cap, dl, alloc)
+            cells = [dl, alloc]
+            cells += [f"{float(r[m]):.3f}" for m in ("sdr", "ptr", "wtr", "fairness")]
+            cells += [f"{float(r[m]):.3f}" for m in ("equality", "utilization")]
+            cells += [str(r[m]) for m in ("dropped", "killed", "missed")]
+            if events:
+                cells.append(f"{int(r['events']):,}")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sdr_table(fluid_dir: Path, tasks_dir: Path) -> str:
+    """SDR of every allocator in both cluster models, per capacity and deadline type."""
+    head = ["capacity", "deadlines"]
+    head += [f"{a} {m}" for a in ALLOCATORS for m in ("fluid", "tasks")]
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    for cap in CAPACITIES:
+        for dl in DEADLINES:
+            cells = [f"{cap}%", dl]
+            for alloc in ALLOCATORS:
+                for d in (fluid_dir, tasks_dir):
+                    cells.append(f"{float(_row(d, cap, dl, alloc)['sdr']):.3f}")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(path.read_text("utf-8"))["config"]
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     """``main(["reports/eval", "docs/img"])``; a third argument renames the Justice figures
-    (``sim_tasks_justice`` for the task-model runs)."""
-    args = sys.argv[1:] if argv is None else argv
-    eval_dir, out = Path(args[0]), Path(args[1])
-    prefix = args[2] if len(args) > 2 else "sim_justice"
-    title = ", task model" if prefix != "sim_justice" else ""
+    (``sim_tasks_justice`` for the task-model runs, whose tables then count events too)."""
+    parser = argparse.ArgumentParser(prog="python -m app.sim.docs_figures")
+    parser.add_argument("eval_dir", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("prefix", nargs="?", default="sim_justice")
+    parser.add_argument("--fluid", type=Path, help="the fluid-model runs, for the SDR table")
+    args = parser.parse_args(argv)
+    eval_dir, out, prefix = args.eval_dir, args.out, args.prefix
+    tasks = prefix != "sim_justice"
     out.mkdir(parents=True, exist_ok=True)
-    for cap in ("5", "25", "50"):
+    for cap in CAPACITIES:
         if (eval_dir / f"justice-{cap}-Fixed2x" / "compare.json").exists():
-            justice_figure(eval_dir, cap, out / f"{prefix}_{cap}pct.png", title)
+            justice_figure(
+                eval_dir, cap, out / f"{prefix}_{cap}pct.png", ", task model" if tasks else ""
+            )
+            print(justice_table(eval_dir, cap, events=tasks), end="\n\n")
+    if args.fluid is not None:
+        print("**SDR, fluid vs task model**", sdr_table(args.fluid, eval_dir), sep="\n\n")
     if (eval_dir / "fawkes-swim" / "compare.json").exists():
         fawkes_figure(eval_dir, out / "sim_fawkes_swim.png")
     return 0
