@@ -38,6 +38,20 @@ error, capped at the bound; the two choices can differ (``docs/evaluation.md``, 
 bound, not the median": choosing both by the median, the rule before, met fewer deadlines, and
 choosing both by the bound left more predictions off by 2x).
 
+Deadlines of one signature: a ratio is relative to its run's deadline, and how much of its
+deadline a recurring job needs depends on how tight that deadline is (a loose deadline, twice the
+run, gives 0.5; a tight one, the run itself, 1). Over a signature's whole window the quantile is
+the tight runs' ratio as soon as more than ``1 - q`` of them are tight, and every loose job is then
+bounded as needing its whole deadline at full parallelism. So at the signature the ratio
+predictor takes the ``_support`` runs (19 at 0.95) whose deadlines were nearest the job's, in log
+distance (``_Series.near``; a local quantile, as in nearest-neighbour quantile regression): a
+loose job is bounded by runs that were loose, a tight one by runs that were tight, and where
+deadlines say nothing of the work (they follow a template, not the run) the nearest runs are a
+sample of the window like any other. Where killed runs among them leave the quantile unknown the
+signature's ratios bound nothing and the next key's answer, as for a whole window. The keys
+below the signature pool different jobs, whose deadlines are not comparable, and keep their
+whole windows. ``docs/evaluation.md``, "Ratios of the runs due nearest".
+
 With no history anywhere the bound is the thesis' own assumption (seed 004, 5.2.1): the job needs
 its whole deadline at full parallelism (ratio 1), the deadline being what is left after its
 start-up bound (so a job with no history is still feasible from its submission, as the thesis
@@ -89,7 +103,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from app.policies.base import PolicyError
 from app.policies.promise.signature import GLOBAL, Keys
@@ -161,6 +175,9 @@ class _Series:
     # run, ``Outcome.censored``).
     task_cut: deque[bool]
     ratio_cut: deque[bool]
+    # In step with ``ratio``: the deadline each ratio is relative to (module docstring,
+    # "Deadlines of one signature").
+    ratio_dl: deque[float]
     runs: int = 0
     off_2x: int = 0
     abs_log_err: float = 0.0
@@ -197,6 +214,26 @@ class _Series:
         if not any(cut):
             return data
         return [math.inf if c else v for v, c in zip(data, cut, strict=True)]
+
+    def near(self, deadline_s: float, k: int) -> _Series:
+        """A series of the ``k`` ratios whose deadlines are nearest ``deadline_s`` (in log
+        distance, the newer run first on a tie), with their killed-run flags: the ratios of
+        this signature's runs that had deadlines like this job's. Itself when it holds no more
+        than ``k``."""
+        n = len(self.ratio)
+        if n <= k:
+            return self
+        at = math.log(deadline_s)
+        nearest = sorted(range(n), key=lambda i: (abs(math.log(self.ratio_dl[i]) - at), -i))[:k]
+        nearest.sort()
+        return _Series(
+            deque(),
+            deque(self.ratio[i] for i in nearest),
+            deque(),
+            deque(),
+            deque(self.ratio_cut[i] for i in nearest),
+            deque(self.ratio_dl[i] for i in nearest),
+        )
 
     def append(self, which: int, value: float, censored: bool) -> None:
         """Add a sample to window ``which`` (0 or 1) with whether it is a lower bound."""
@@ -343,7 +380,12 @@ class Estimator:
         if s is None:
             w = self.params.window
             s = _Series(
-                deque(maxlen=w), deque(maxlen=w), deque(maxlen=w), deque(maxlen=w), deque(maxlen=w)
+                deque(maxlen=w),
+                deque(maxlen=w),
+                deque(maxlen=w),
+                deque(maxlen=w),
+                deque(maxlen=w),
+                deque(maxlen=w),
             )
             self._series[key] = s
         return s
@@ -353,14 +395,17 @@ class Estimator:
         s = self._series.get(key)
         return 0 if s is None else len(s.task_s)
 
-    def _pick(self, keys: Keys, ratio: bool) -> tuple[str, _Series] | None:
+    def _pick(
+        self, keys: Keys, ratio: bool, deadline_s: float | None = None
+    ) -> tuple[str, _Series] | None:
         # Task seconds only predict a job from its own signature: across different jobs (a
         # user's, a queue's) they spread over orders of magnitude and a low quantile of them
         # would be a bound in name only. Ratios are relative to each job's own deadline, so
         # they carry over along the whole chain (the global ratios are Justice's fractions),
         # and a key answers only with enough of them for the quantile to be one of them
         # (``_support``): the largest of three ratios bounded a fourth only three times
-        # in four, and every miss of a job promised at its bound is waste.
+        # in four, and every miss of a job promised at its bound is waste. At the signature the
+        # ratios are those of the runs whose deadlines were nearest this job's (``_Series.near``).
         chain = keys.chain() if ratio else (keys.signature,)
         need = self.params.min_samples
         if ratio:
@@ -370,6 +415,8 @@ class Estimator:
             if s is None:
                 continue
             data = s.ratio if ratio else s.task_s
+            if ratio and deadline_s is not None and key == keys.signature:
+                s = s.near(deadline_s, self._support)
             if (len(data) >= need or (key == GLOBAL and data)) and (
                 s.quantile(int(ratio), self.params.quantile) is not None
             ):
@@ -391,7 +438,7 @@ class Estimator:
             key, series = picked
             absolute = self._scaled(series, 0, float(tasks), f"task_s@{key}")
         if deadline_s is not None:
-            picked = self._pick(keys, ratio=True)
+            picked = self._pick(keys, ratio=True, deadline_s=deadline_s)
             scale = deadline_s * max_cpus
             if picked is not None:
                 key, series = picked
@@ -630,6 +677,7 @@ class Estimator:
             series.append(0, task_s, outcome.censored)
             if ratio is not None:
                 series.append(1, ratio, outcome.censored)
+                series.ratio_dl.append(cast(float, outcome.deadline_s))
             if outcome.overhead_s is not None:
                 series.overhead.append(outcome.overhead_s)
         return self

@@ -739,26 +739,28 @@ def _jockey_runs() -> Estimator:
 
 def test_a_try_on_the_tighter_bound_takes_the_odds_of_the_less_hopeful_predictor() -> None:
     # 60 runs of 2 tasks: 9, 10 or 11 s a task, deadlines of 1.11 or 2.22 times the run
-    # (ratios 0.9 and 0.45). The tighter of both bounds (each at the 0.975 quantile) bounds
-    # the signature: the ratios' is exact for a tight job, the task seconds' (22) for a loose
-    # one. A job due 12 s after its submission is bounded by its ratios, 0.9 x 12 s x 2 = 21.6;
-    # at 3 s only 9 s are left, 18 on 2 vcores, and the bound misses.
+    # (ratios 0.9 and 0.45: tight runs due 10 to 12.2 s, loose ones 20 to 24.4 s). A job due
+    # 15 s after its submission falls between them: the runs due nearest it are of both kinds,
+    # so its ratios bound it at 0.9 x 15 s x 2 = 27, and the tighter of both bounds (each at
+    # the 0.975 quantile) is the task seconds', 22. At 5 s only 10 s are left, 20 on 2 vcores,
+    # and the bound misses.
     est = _jockey_runs()
-    job = core.WaitingJob("j", tasks=2, deadline_s=12.0, submitted_s=0.0, keys=K)
-    assert est.estimate(K, 2, 12.0, 2).upper == pytest.approx(21.6)
-    # Its ratios alone give it even odds (10.8 or 21.6); its task seconds fit 18 in 20 of 60
-    # runs. A try is priced on 1 / 3: worth it where a miss's 18 vcore-seconds are less than
-    # half an arrival's mean work (36), not merely less than all of it (even odds).
-    hopeful = est.works(K, 2, 12.0, 2)
-    assert sum(w <= 18.0 for w in hopeful) / len(hopeful) == pytest.approx(0.5)
-    cautious = est.works(K, 2, 12.0, 2, cautious=True)
-    assert sum(w <= 18.0 for w in cautious) / len(cautious) == pytest.approx(1 / 3)
-    mean_25 = core.Load(jobs_per_s=0.04, vcores=1.0)
-    (d,) = core.admit([job], [], 8, 8, 3.0, est, P, load=mean_25)
+    job = core.WaitingJob("j", tasks=2, deadline_s=15.0, submitted_s=0.0, keys=K)
+    assert est.estimate(K, 2, 15.0, 2).upper == pytest.approx(22.0)
+    # Its task seconds alone fit 20 in 40 of 60 runs; its ratios near 15 s predict 13.5 or 27.
+    # The try is priced on the larger of both predictions at each rank: 28 of 60 fit. A miss
+    # wastes 20 vcore-seconds, so it is worth its chance where an arrival's mean work is above
+    # 20 x 32 / 28 = 22.9, not merely above 20 x 20 / 40 = 10.
+    hopeful = est.works(K, 2, 15.0, 2)
+    assert sum(w <= 20.0 for w in hopeful) / len(hopeful) == pytest.approx(2 / 3)
+    cautious = est.works(K, 2, 15.0, 2, cautious=True)
+    assert sum(w <= 20.0 for w in cautious) / len(cautious) == pytest.approx(28 / 60)
+    mean_20 = core.Load(jobs_per_s=0.05, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 5.0, est, P, load=mean_20)
     assert d.action == "drop"
-    mean_40 = core.Load(jobs_per_s=0.025, vcores=1.0)
-    (d,) = core.admit([job], [], 8, 8, 3.0, est, P, load=mean_40)
-    assert (d.action, d.cpus) == ("admit", 2) and "33% of its history fits" in d.reason
+    mean_25 = core.Load(jobs_per_s=0.04, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 5.0, est, P, load=mean_25)
+    assert (d.action, d.cpus) == ("admit", 2) and "47% of its history fits" in d.reason
 
 
 def test_a_job_waiting_for_its_promise_is_never_queued_past_its_latest_start() -> None:

@@ -136,6 +136,62 @@ def test_a_ratio_key_answers_only_with_enough_runs_for_its_quantile() -> None:
     assert whole.estimate(A, 4, 100.0, 4).source == "ratio@sigA"
 
 
+def _due(keys: Keys, i: int, ratio: float, killed: bool = False) -> Outcome:
+    """Run ``i`` of 4 tasks due ``10 / ratio`` s on 1, 2 or 4 vcores, using ``ratio`` of its
+    deadline at that parallelism: its task seconds scatter fourfold, so ratios predict it."""
+    cpus = (1, 2, 4)[i % 3]
+    deadline = 10.0 / ratio
+    return Outcome(keys, 4, ratio * deadline * cpus, deadline, max_cpus=cpus, censored=killed)
+
+
+def test_a_signatures_ratios_are_those_of_its_runs_due_nearest_the_job() -> None:
+    # 60 runs of one signature: nine in ten had loose deadlines (20 s, twice the run, ratio
+    # 0.5) and one in ten tight ones (10 s, the run itself, ratio 1). Over the whole window the
+    # 0.95 ratio is 1, so every loose job would be bounded as needing its whole deadline at
+    # full parallelism; the 19 runs due nearest a loose job's deadline are all loose.
+    runs = [_due(A, i, 1.0 if i % 10 == 9 else 0.5) for i in range(60)]
+    est = rebuild(runs, EstimatorParams(min_samples=3))
+    assert est.entries()["sigA"]["ratio_upper"] == 1.0
+    # (on 2 vcores, where the task seconds' bound, 10 s a task, says 40)
+    loose = est.estimate(A, tasks=4, deadline_s=20.0, max_cpus=2)
+    assert (loose.source, loose.upper) == ("ratio@sigA", pytest.approx(0.5 * 20.0 * 2))
+    assert est.works(A, 4, 20.0, 2) == pytest.approx([20.0] * 19)
+    # a tight job's 19 nearest runs hold every tight run, so its bound is the tight runs' ratio
+    tight = est.estimate(A, tasks=4, deadline_s=10.0, max_cpus=2)
+    assert (tight.source, tight.upper) == ("ratio@sigA", pytest.approx(1.0 * 10.0 * 2))
+    # the keys below the signature pool other jobs' runs: their ratios are the whole window's
+    other = est.estimate(B, 4, 20.0, 2)
+    assert (other.source, other.upper) == ("ratio@u1|t", pytest.approx(1.0 * 20.0 * 2))
+
+
+def test_with_no_more_runs_than_its_quantile_needs_a_signature_takes_all_its_ratios() -> None:
+    # 19 runs, what 0.95 needs: the one tight run bounds the loose job too
+    est = Estimator(EstimatorParams(min_samples=3))
+    for i in range(19):
+        est.learn(_due(A, i, 1.0 if i == 0 else 0.5))
+    e = est.estimate(A, 4, 20.0, 1)
+    assert (e.source, e.upper) == ("ratio@sigA", pytest.approx(1.0 * 20.0 * 1))
+    est.learn(_due(A, 19, 0.5))  # the 20th: the 19 due nearest 20 s are loose
+    assert est.estimate(A, 4, 20.0, 1).upper == pytest.approx(0.5 * 20.0 * 1)
+
+
+def test_killed_runs_due_near_a_job_leave_its_signatures_ratios_without_a_bound() -> None:
+    # sigA: 30 loose runs that ended (due 20 s, ratio 0.5) and 10 tight ones killed at their
+    # deadline of 10 s (ratio at least 0.6). A job due 10 s: 10 of its 19 nearest runs are
+    # known to be larger than every one that ended, so its signature's ratios bound nothing,
+    # and the next key's, which hold sigB's runs of the same user (ratio 0.7), bound it. A
+    # loose job's nearest runs all ended.
+    est = Estimator(EstimatorParams(min_samples=3))
+    for i in range(30):
+        est.learn(_due(B, i, 0.7))
+    for i in range(40):
+        est.learn(_due(A, i, 0.6, killed=True) if i % 4 == 3 else _due(A, i, 0.5))
+    tight = est.estimate(A, tasks=4, deadline_s=10.0, max_cpus=4)
+    assert (tight.source, tight.upper) == ("ratio@u1|t", pytest.approx(0.7 * 10.0 * 4))
+    loose = est.estimate(A, tasks=4, deadline_s=20.0, max_cpus=4)
+    assert (loose.source, loose.upper) == ("ratio@sigA", pytest.approx(0.5 * 20.0 * 4))
+
+
 def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
     est = Estimator(EstimatorParams(min_samples=2))
     # Same work every run (10 s per task) but deadlines that vary: task seconds are exact,
@@ -191,17 +247,23 @@ def test_the_tighter_of_both_bounds_bounds_where_it_scored_better() -> None:
     tight = est.estimate(A, tasks=2, deadline_s=10.0, max_cpus=2)
     assert (tight.source, tight.upper) == ("ratio@sigA", pytest.approx(20.0))
     assert est.works(A, 2, 10.0, 2)[-1] == pytest.approx(20.0)
-    # a loose one of 20 s: the task seconds' 0.975 quantile, 12 s a task
+    # a loose one of 20 s: the 19 runs whose deadlines were nearest 20 s were all loose (16, 20
+    # and 24 s for tasks of 8, 10 and 12 s), so its ratios' bound, 0.5, is the work of a 10 s
+    # run and below the task seconds' 12 s a task
     loose_est = est.estimate(A, tasks=2, deadline_s=20.0, max_cpus=2)
-    assert (loose_est.source, loose_est.upper) == ("task_s@sigA", pytest.approx(24.0))
-    runs = sorted(2 * (8.0, 10.0, 12.0)[i % 3] for i in range(40))
-    assert est.works(A, 2, 20.0, 2) == pytest.approx(runs)
+    assert (loose_est.source, loose_est.upper) == ("ratio@sigA", pytest.approx(20.0))
+    assert est.works(A, 2, 20.0, 2) == pytest.approx([20.0] * 19)
+    # a deadline between the two kinds: the nearest runs mix them, and the task seconds bound
+    mixed = est.estimate(A, tasks=2, deadline_s=14.0, max_cpus=2)
+    assert (mixed.source, mixed.upper) == ("task_s@sigA", pytest.approx(24.0))
     # for a try, the larger of both predictions at each rank: below any work, the smaller of
-    # the shares the two predictors give (ratios: 10 or 20 for the tight job; task seconds:
-    # 16, 20, 24)
+    # the shares the two predictors give (ratios: 20 for the tight job, whose nearest runs were
+    # all tight; task seconds: 16, 20, 24)
+    runs = sorted(2 * (8.0, 10.0, 12.0)[i % 3] for i in range(40))
     hopeful, cautious = est.works(A, 2, 10.0, 2), est.works(A, 2, 10.0, 2, cautious=True)
+    assert hopeful == pytest.approx([20.0] * 19)
     for work in (10.0, 16.0, 20.0, 24.0):
-        by_ratio = sum(w <= work for w in hopeful) / 40
+        by_ratio = sum(w <= work for w in hopeful) / len(hopeful)
         by_task = sum(w <= work for w in runs) / 40
         assert sum(w <= work for w in cautious) / len(cautious) == min(by_ratio, by_task)
 
