@@ -103,7 +103,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from app.policies.base import PolicyError
 from app.policies.promise.signature import GLOBAL, Keys
@@ -675,9 +675,9 @@ class Estimator:
             series.memo.clear()
             series.runs += 1
             series.append(0, task_s, outcome.censored)
-            if ratio is not None:
+            if ratio is not None and outcome.deadline_s is not None:
                 series.append(1, ratio, outcome.censored)
-                series.ratio_dl.append(cast(float, outcome.deadline_s))
+                series.ratio_dl.append(outcome.deadline_s)
             if outcome.overhead_s is not None:
                 series.overhead.append(outcome.overhead_s)
         return self
