@@ -33,16 +33,26 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return results
 
 
+def _run(eval_dir: Path, cap: str, dl: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """One ``justice-<cap>-<dl>`` run: its config and its results by policy."""
+    data: dict[str, Any] = json.loads(
+        (eval_dir / f"justice-{cap}-{dl}" / "compare.json").read_text("utf-8")
+    )
+    return data["config"], {str(r["policy"]): r for r in data["results"]}
+
+
+def _md(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def justice_figure(eval_dir: Path, cap: str, out: Path, title: str = "") -> None:
     """SDR, PTR and WTR per deadline type and allocator at one capacity."""
+    runs = [_run(eval_dir, cap, dl)[1] for dl in DEADLINES]
     fig, axes = plt.subplots(1, 3, figsize=(10, 2.8), sharey=True)
     width = 0.8 / len(ALLOCATORS)
     for ax, metric in zip(axes, ("sdr", "ptr", "wtr"), strict=True):
         for i, alloc in enumerate(ALLOCATORS):
-            vals = []
-            for dl in DEADLINES:
-                rows = _load(eval_dir / f"justice-{cap}-{dl}" / "compare.json")
-                vals.append(next(float(r[metric]) for r in rows if r["policy"] == alloc))
+            vals = [float(run[alloc][metric]) for run in runs]
             ax.bar([x + i * width for x in range(len(DEADLINES))], vals, width, label=alloc)
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(DEADLINES))], DEADLINES, fontsize=7)
         ax.set_title(metric.upper(), fontsize=9)
@@ -71,34 +81,29 @@ def fawkes_figure(eval_dir: Path, out: Path) -> None:
 CAPACITIES = ("5", "25", "50")
 
 
-def _row(eval_dir: Path, cap: str, dl: str, alloc: str) -> dict[str, Any]:
-    rows = _load(eval_dir / f"justice-{cap}-{dl}" / "compare.json")
-    return next(r for r in rows if r["policy"] == alloc)
-
-
 def justice_table(eval_dir: Path, cap: str, events: bool = False) -> str:
     """One capacity's Markdown table: every metric of every allocator per deadline type (with
     the simulated events in the task model, whose cost they are)."""
-    first = _load_config(eval_dir / f"justice-{cap}-{DEADLINES[0]}" / "compare.json")
+    runs = {dl: _run(eval_dir, cap, dl) for dl in DEADLINES}
     head = ["deadlines", "allocator", "SDR", "PTR", "WTR", "Jain", "equality", "util."]
     head += ["dropped", "killed", "missed"] + (["events"] if events else [])
+    vcores = runs[DEADLINES[0]][0]["capacity_vcores"]
     lines = [
-        f"**{cap}% of peak ({first['capacity_vcores']} vcores)"
-        + (", task model**" if events else "**"),
+        f"**{cap}% of peak ({vcores} vcores)" + (", task model**" if events else "**"),
         "",
-        "| " + " | ".join(head) + " |",
-        "| " + " | ".join("---" for _ in head) + " |",
+        _md(head),
+        _md(["---"] * len(head)),
     ]
-    for dl in DEADLINES:
+    for dl, (_, by_policy) in runs.items():
         for alloc in ALLOCATORS:
-            r = _row(eval_dir, cap, dl, alloc)
+            r = by_policy[alloc]
             cells = [dl, alloc]
             cells += [f"{float(r[m]):.3f}" for m in ("sdr", "ptr", "wtr", "fairness")]
             cells += [f"{float(r[m]):.3f}" for m in ("equality", "utilization")]
             cells += [str(r[m]) for m in ("dropped", "killed", "missed")]
             if events:
                 cells.append(f"{int(r['events']):,}")
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(_md(cells))
     return "\n".join(lines)
 
 
@@ -106,20 +111,14 @@ def sdr_table(fluid_dir: Path, tasks_dir: Path) -> str:
     """SDR of every allocator in both cluster models, per capacity and deadline type."""
     head = ["capacity", "deadlines"]
     head += [f"{a} {m}" for a in ALLOCATORS for m in ("fluid", "tasks")]
-    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    lines = [_md(head), _md(["---"] * len(head))]
     for cap in CAPACITIES:
         for dl in DEADLINES:
+            both = [_run(d, cap, dl)[1] for d in (fluid_dir, tasks_dir)]
             cells = [f"{cap}%", dl]
-            for alloc in ALLOCATORS:
-                for d in (fluid_dir, tasks_dir):
-                    cells.append(f"{float(_row(d, cap, dl, alloc)['sdr']):.3f}")
-            lines.append("| " + " | ".join(cells) + " |")
+            cells += [f"{float(run[alloc]['sdr']):.3f}" for alloc in ALLOCATORS for run in both]
+            lines.append(_md(cells))
     return "\n".join(lines)
-
-
-def _load_config(path: Path) -> dict[str, Any]:
-    config: dict[str, Any] = json.loads(path.read_text("utf-8"))["config"]
-    return config
 
 
 def main(argv: list[str] | None = None) -> int:

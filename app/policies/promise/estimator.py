@@ -175,9 +175,9 @@ class _Series:
     # run, ``Outcome.censored``).
     task_cut: deque[bool]
     ratio_cut: deque[bool]
-    # In step with ``ratio``: the deadline each ratio is relative to (module docstring,
-    # "Deadlines of one signature").
-    ratio_dl: deque[float]
+    # In step with ``ratio``: the log of the deadline each ratio is relative to (module
+    # docstring, "Deadlines of one signature"), kept as the log ``near`` measures distance in.
+    ratio_log_dl: deque[float]
     runs: int = 0
     off_2x: int = 0
     abs_log_err: float = 0.0
@@ -223,16 +223,16 @@ class _Series:
         n = len(self.ratio)
         if n <= k:
             return self
-        at = math.log(deadline_s)
-        nearest = sorted(range(n), key=lambda i: (abs(math.log(self.ratio_dl[i]) - at), -i))[:k]
-        nearest.sort()
+        at, logs = math.log(deadline_s), self.ratio_log_dl
+        # newest first into a stable sort: of runs equally near, the newer is taken
+        nearest = sorted(sorted(range(n - 1, -1, -1), key=lambda i: abs(logs[i] - at))[:k])
         return _Series(
             deque(),
             deque(self.ratio[i] for i in nearest),
             deque(),
             deque(),
             deque(self.ratio_cut[i] for i in nearest),
-            deque(self.ratio_dl[i] for i in nearest),
+            deque(logs[i] for i in nearest),
         )
 
     def append(self, which: int, value: float, censored: bool) -> None:
@@ -415,7 +415,8 @@ class Estimator:
             if s is None:
                 continue
             data = s.ratio if ratio else s.task_s
-            if ratio and deadline_s is not None and key == keys.signature:
+            # a deadline already reached has no log, and no runs due near it
+            if ratio and deadline_s is not None and deadline_s > 0 and key == keys.signature:
                 s = s.near(deadline_s, self._support)
             if (len(data) >= need or (key == GLOBAL and data)) and (
                 s.quantile(int(ratio), self.params.quantile) is not None
@@ -677,7 +678,7 @@ class Estimator:
             series.append(0, task_s, outcome.censored)
             if ratio is not None and outcome.deadline_s is not None:
                 series.append(1, ratio, outcome.censored)
-                series.ratio_dl.append(outcome.deadline_s)
+                series.ratio_log_dl.append(math.log(outcome.deadline_s))
             if outcome.overhead_s is not None:
                 series.overhead.append(outcome.overhead_s)
         return self

@@ -162,6 +162,8 @@ def test_a_signatures_ratios_are_those_of_its_runs_due_nearest_the_job() -> None
     # the keys below the signature pool other jobs' runs: their ratios are the whole window's
     other = est.estimate(B, 4, 20.0, 2)
     assert (other.source, other.upper) == ("ratio@u1|t", pytest.approx(1.0 * 20.0 * 2))
+    # a deadline with no time in it has no runs due near it: the whole window answers
+    assert est.estimate(A, 4, 0.0, 2).upper == pytest.approx(0.0)
 
 
 def test_with_no_more_runs_than_its_quantile_needs_a_signature_takes_all_its_ratios() -> None:
