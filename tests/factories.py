@@ -1,9 +1,12 @@
-"""Builders of domain snapshots for tests (plain values; every field explicit where it matters)."""
+"""Builders of domain snapshots and stored rows for tests (plain values; every field explicit
+where it matters)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from app.db.jobs_models import Job
 from app.domain.model import (
     AppRecord,
     ClusterInfo,
@@ -119,3 +122,35 @@ def snapshot(
 
 
 __all__ = ["app", "queue", "replace", "snapshot"]
+
+
+def job_row(
+    job_id: str,
+    *,
+    state: str,
+    submitted_ms: int,
+    tasks: int = 4,
+    deadline_s: float = 600.0,
+    **fields: Any,
+) -> Job:
+    """A deadline job's row as the sidecar stores it: in ``root.deadline``, due ``deadline_s``
+    after its submission, no run or tags; ``fields`` set or override the rest (its grant, app,
+    times)."""
+    values: dict[str, Any] = {
+        "id": job_id,
+        "name": job_id,
+        "queue": "root.deadline",
+        "state": state,
+        "requested_tasks": tasks,
+        "input_bytes": None,
+        "block_size": None,
+        "deadline_s": deadline_s,
+        "deadline_ms": submitted_ms + int(deadline_s * 1000),
+        "submitted_ms": submitted_ms,
+        "run": {},
+        "tags": [],
+        "request_hash": "0" * 64,
+        "reason": "",
+        "updated_ms": submitted_ms,
+    }
+    return Job(**(values | fields))

@@ -14,14 +14,13 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.db import jobs_repo, repo
-from app.db.jobs_models import Job
 from app.db.session import transaction
 from app.domain import tags as t
 from app.main import create_app
 from app.settings import Settings
 from tests import operator_data as od
 from tests.conftest import Db
-from tests.factories import app
+from tests.factories import app, job_row
 
 P = "yarn_sidecar_"
 
@@ -137,25 +136,17 @@ async def test_jobs_yarn_has_not_started_are_counted_with_the_longest_wait(
         cluster = repo.ensure_cluster(s, od.CLUSTER, ["http://rm:8088"], od.NOW_MS)
         for n, (kind, wait_ms) in enumerate(waits.items()):
             app_id = f"application_1700000000002_{n + 1:04d}"
-            job = Job(
-                id=f"unstarted{n:023x}",
-                name=kind,
-                queue="root.deadline",
+            job = job_row(
+                f"unstarted{n:023x}",
                 state=t.SUBMITTED,
-                requested_tasks=2,
-                input_bytes=None,
-                block_size=None,
-                deadline_s=600.0,
-                deadline_ms=now_ms + 600_000,
                 submitted_ms=now_ms - wait_ms,
-                run={},
-                tags=[],
-                request_hash="0" * 64,
+                tasks=2,
+                name=kind,
+                deadline_ms=now_ms + 600_000,
                 granted_cpus=2,
                 admitted_ms=now_ms - wait_ms,
                 app_id=app_id,
                 yarn_submitted_ms=now_ms - wait_ms,
-                reason="",
                 updated_ms=now_ms,
             )
             jobs_repo.add_job(s, job)

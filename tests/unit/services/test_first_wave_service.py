@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from app.db import jobs_repo, promise_history
-from app.db.jobs_models import Job
 from app.domain.model import AttemptContainers, LiveContainer
 from app.services.admission import AdmissionService
 from tests.conftest import Db
+from tests.factories import job_row
 from tests.unit.jobs.fakes import FakeRM
 from tests.unit.services.test_admission import Clock, Env, load, new_job, record_apps
 
@@ -138,26 +138,10 @@ def test_a_queued_job_says_whether_its_first_wave_is_timed(env: Env) -> None:
     now = env.clock.now
     with env.db.sessions() as s:
         for name, run in runs.items():
-            jobs_repo.add_job(
-                s,
-                Job(
-                    id=name,
-                    name=name,
-                    queue="root.deadline",
-                    state="queued",
-                    requested_tasks=16,
-                    input_bytes=None,
-                    block_size=None,
-                    deadline_s=100.0,
-                    deadline_ms=now + 100_000,
-                    submitted_ms=now,
-                    run=run,
-                    tags=[],
-                    request_hash="0" * 64,
-                    reason="",
-                    updated_ms=now,
-                ),
+            job = job_row(
+                name, state="queued", submitted_ms=now, tasks=16, deadline_s=100.0, run=run
             )
+            jobs_repo.add_job(s, job)
         s.commit()
     with env.db.sessions() as s:
         waiting, running = promise_history.admission_jobs(s)
