@@ -23,7 +23,12 @@ A third candidate is scored beside them: for each job the smaller of the two bou
 at the ``1 - (1 - q) / 2`` quantile so that the work exceeds neither with probability at least
 ``q`` (Bonferroni, where each has the runs for its own coverage: 39 at 0.95; with fewer it is
 taken on its record alone), which bounds a signature's jobs once its loss is the smallest of the
-three, after ``min_samples`` scored runs like the other two.
+three, after ``min_samples`` scored runs like the other two. A signature's ratios come from its
+own runs once it has enough of them and from its user's, queue's or the cluster's before (or
+where killed runs leave its own without a bound), and pooled ratios can bound its jobs far less
+tightly than its own: the ratio predictor and the tighter bound are scored apart for the two
+sources (``_slots``), and a job is judged on the record of the source that bounds it now, or on
+both together while that source has fewer than ``min_samples`` scores.
 Neither predictor alone is tight where some deadlines carry the run and others do not (a
 deadline that is the job's run makes its ratio bound the work itself, while a loose one makes
 it twice the work, where the task seconds bound the same job within their scatter);
@@ -164,6 +169,8 @@ class _Prediction(NamedTuple):
     which: int = 0  # its window there (``_Series.quantile``)
     # the tighter bound's other prediction, whose bound was larger (``Estimator._tighter``)
     other: _Prediction | None = None
+    # ratios from a key below the job's signature (its user's, queue's or the cluster's)
+    pooled: bool = False
 
 
 @dataclass(slots=True)
@@ -182,12 +189,14 @@ class _Series:
     off_2x: int = 0
     abs_log_err: float = 0.0
     errors: int = 0
-    # per predictor (0: task seconds, 1: ratio, 2: the tighter of their two bounds): predictions
-    # scored, and the first two's abs log errors (the tighter bound has no median of its own)
-    scored: list[int] = field(default_factory=lambda: [0, 0, 0])
-    scored_err: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    # per predictor (0: task seconds, 1: ratio, 2: the tighter of their two bounds; 3 and 4:
+    # the ratio and the tighter bound where the ratios were pooled from a key below the
+    # signature, ``_slots``): predictions scored, and their abs log errors (the tighter bound
+    # has no median of its own)
+    scored: list[int] = field(default_factory=lambda: [0] * 5)
+    scored_err: list[float] = field(default_factory=lambda: [0.0] * 5)
     # ... and their bounds' quantile losses (``_bound_loss``)
-    scored_loss: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    scored_loss: list[float] = field(default_factory=lambda: [0.0] * 5)
     # Quantiles of the windows above by (window, q), until the next run is learned: a round
     # estimates every waiting job, thousands of them sharing a few keys, and each estimate
     # sorted the same windows again.
@@ -245,6 +254,18 @@ class _Series:
         """Mean absolute log error of one predictor (0 or 1) at this key, None before any."""
         n = self.scored[which]
         return self.scored_err[which] / n if n else None
+
+    def record(self, which: int, bound: bool, need: int) -> tuple[int, float | None]:
+        """Predictions scored in slot ``which`` and their mean bound loss (``bound``) or median
+        error. A ratio slot, pooled (3, 4) or the signature's own (1, 2), with fewer than
+        ``need`` scores is judged on both together, as every ratio was before they were apart
+        (``_slots``)."""
+        slots: tuple[int, ...] = (which,)
+        if which and self.scored[which] < need:
+            slots = (1, 3) if which in (1, 3) else (2, 4)
+        n = sum(self.scored[i] for i in slots)
+        total = sum((self.scored_loss if bound else self.scored_err)[i] for i in slots)
+        return n, (total / n if n else None)
 
     def mean_bound_loss(self, which: int) -> float | None:
         """Mean quantile loss of one predictor's bounds at this key (``_bound_loss``), None
@@ -336,6 +357,13 @@ def _both(absolute: _Prediction | None, relative: _Prediction | None) -> bool:
         and absolute.est.samples > 0
         and relative.est.samples > 0
     )
+
+
+def _slots(relative: _Prediction | None) -> tuple[int, int]:
+    """Where a signature scores the ratio predictor and the tighter bound (``_Series.scored``):
+    ratios pooled from other jobs bound a job other than its own runs' ratios do, so each is
+    judged on its own record."""
+    return (3, 4) if relative is not None and relative.pooled else (1, 2)
 
 
 def _bound_loss(work: float, upper: float, q: float) -> float:
@@ -444,6 +472,7 @@ class Estimator:
             if picked is not None:
                 key, series = picked
                 relative = self._scaled(series, 1, scale, f"ratio@{key}")
+                relative = relative._replace(pooled=key != keys.signature)
                 read = chain.index(key) + 1
             else:
                 read = len(chain)
@@ -597,13 +626,16 @@ class Estimator:
             return best
         s = self._series.get(keys.signature)
         need = self.params.min_samples
-        if s is not None and s.scored[0] >= need and s.scored[1] >= need:
-            score = s.mean_bound_loss if bound else s.mean_error
-            la, lr = score(0), score(1)
+        ratio, tighter = _slots(relative)
+        if s is None:
+            return relative
+        na, la = s.record(0, bound, need)
+        nr, lr = s.record(ratio, bound, need)
+        if na >= need and nr >= need:
             assert la is not None and lr is not None
             best = absolute if la < lr else relative
-            if bound and s.scored[2] >= need and _both(absolute, relative):
-                lt = s.mean_bound_loss(2)
+            nt, lt = s.record(tighter, True, need)
+            if bound and nt >= need and _both(absolute, relative):
                 assert lt is not None
                 if lt < min(la, lr):
                     tight = self._tighter(absolute, relative)
@@ -642,7 +674,8 @@ class Estimator:
             # predictor's (``_combine`` only sets the central value)
             had = self._combine(outcome.keys, *preds)
             point = had.point
-            for which, pred in enumerate(preds):
+            rel_slot, tight_slot = _slots(relative)
+            for which, pred in ((0, absolute), (rel_slot, relative)):
                 if pred is not None and pred.est.samples > 0 and pred.est.point > 0:
                     s.scored[which] += 1
                     s.scored_err[which] += abs(math.log(outcome.work / pred.est.point))
@@ -653,8 +686,10 @@ class Estimator:
                 assert absolute is not None and relative is not None
                 tight = self._tighter(absolute, relative).est.upper
                 if math.isfinite(tight):
-                    s.scored[2] += 1
-                    s.scored_loss[2] += _bound_loss(outcome.work, tight, self.params.quantile)
+                    s.scored[tight_slot] += 1
+                    s.scored_loss[tight_slot] += _bound_loss(
+                        outcome.work, tight, self.params.quantile
+                    )
             if had.samples > 0 and had.upper > 0:
                 self._overruns.append(outcome.work / had.upper)
         if point is not None and point > 0:
@@ -716,6 +751,11 @@ class Estimator:
                 "task_s_bound_loss": s.mean_bound_loss(0),
                 "ratio_bound_loss": s.mean_bound_loss(1),
                 "tighter_bound_loss": s.mean_bound_loss(2),
+                # the same where the ratios were pooled from the keys below the signature
+                # (before it had enough runs of its own, or with its own left unknown)
+                "pooled_ratio_error": s.mean_error(3),
+                "pooled_ratio_bound_loss": s.mean_bound_loss(3),
+                "pooled_tighter_bound_loss": s.mean_bound_loss(4),
                 "overhead_s_upper": quantile(s.overhead, q) if s.overhead else None,
                 **self.error(key),
             }

@@ -208,24 +208,58 @@ def test_task_seconds_win_once_they_predict_a_signature_better() -> None:
 
 
 def test_the_predictor_whose_bound_fits_better_bounds_even_if_its_median_is_worse() -> None:
-    # Task seconds scatter 20 % around 10 s; nine deadlines in ten are twice the run and the tenth
-    # is the run itself. The ratio's median is exact nine times in ten, but its 0.95 quantile is
-    # the tight runs' ratio, a bound of twice the work for every other job; the task seconds'
-    # bound is at most 1.5 times it. Admission plans with the bound, so the bound's quantile loss
-    # decides it, not the median's error; the central value stays the better median's.
+    # sigA has 18 runs, too few for its own ratios: its user's bound it, pooled with sigB's 40
+    # runs, nine in ten due at twice their run (ratio 0.5, as all of sigA's) and the tenth at
+    # the run itself. The pooled ratios' median is exact for sigA, but their 0.95 quantile is
+    # the tight runs' ratio, a bound of twice its work; its task seconds scatter 20 % around
+    # 10 s, a bound at most 1.5 times its work. Admission plans with the bound, so the
+    # bound's quantile loss decides it, not the median's error; the central value stays the
+    # better median's.
     est = Estimator(EstimatorParams(min_samples=3))
     for i in range(40):
+        est.learn(_o(B, 20.0, tasks=2, deadline=10.0 / (1.0 if i % 10 == 9 else 0.5)))
+    for i in range(18):
         task_s = (8.0, 10.0, 12.0)[i % 3]
-        ratio = 1.0 if i % 10 == 9 else 0.5
-        est.learn(_o(A, 2 * task_s, tasks=2, deadline=task_s / ratio))
+        est.learn(_o(A, 2 * task_s, tasks=2, deadline=2 * task_s))
     entry = est.entries()["sigA"]
-    assert entry["ratio_error"] < entry["task_s_error"]  # the median rule would pick ratios
-    assert entry["task_s_bound_loss"] < entry["ratio_bound_loss"]
+    # the median rule would pick the ratios
+    assert entry["pooled_ratio_error"] < entry["task_s_error"]
+    assert entry["task_s_bound_loss"] < entry["pooled_ratio_bound_loss"]
     e = est.estimate(A, tasks=2, deadline_s=20.0, max_cpus=2)
     assert e.source == "task_s@sigA" and e.upper == pytest.approx(24.0)
     assert e.point == pytest.approx(0.5 * 20.0 * 2)  # the ratios' median on this deadline
     # a central value above the bound is the bound: a deadline of 30 s makes the ratios' 30
     assert est.estimate(A, tasks=2, deadline_s=30.0, max_cpus=2).point == pytest.approx(24.0)
+
+
+def test_ratios_pooled_from_other_jobs_are_judged_on_their_own_record() -> None:
+    # sigA's task seconds scatter 20 % around 10 s and every one of its runs was due at twice
+    # its run (ratio 0.5); each ran beside a run of sigB, of the same user, due at its run
+    # (ratio 1). Its first 18 runs were bounded by their user's pooled ratios, whose 0.95
+    # quantile is sigB's 1: twice their work. From the 19th on its own ratios bound it
+    # exactly, 100 runs of them.
+    est = Estimator(EstimatorParams(min_samples=3))
+    for i in range(118):
+        est.learn(_o(B, 20.0, tasks=2, deadline=10.0))
+        task_s = (8.0, 10.0, 12.0)[i % 3]
+        est.learn(_o(A, 2 * task_s, tasks=2, deadline=2 * task_s))
+    entry = est.entries()["sigA"]
+    assert entry["ratio_bound_loss"] == pytest.approx(0.0)
+    assert entry["pooled_ratio_bound_loss"] == pytest.approx(0.05 * math.log(2.0))
+    assert entry["ratio_bound_loss"] < entry["task_s_bound_loss"]
+    assert entry["task_s_bound_loss"] < entry["pooled_ratio_bound_loss"]
+    loose = est.estimate(A, tasks=2, deadline_s=20.0, max_cpus=2)
+    assert (loose.source, loose.upper) == ("ratio@sigA", pytest.approx(0.5 * 20.0 * 2))
+    # Then 10 of its runs due at 5 s were killed there (each ratio at least 0.6, above every
+    # one that ended). A job due 5 s: those runs are 10 of its 19 nearest, so its own ratios
+    # bound nothing and its user's would (1, a bound of 10 that its work, 16 to 24, exceeds).
+    # Pooled ratios bounded this signature worse than its task seconds did, whatever its own
+    # ratios scored: its task seconds bound it.
+    for _ in range(10):
+        est.learn(_o(B, 20.0, tasks=2, deadline=10.0))
+        est.learn(Outcome(A, 2, 0.6 * 5.0 * 2, 5.0, max_cpus=2, censored=True))
+    tight = est.estimate(A, tasks=2, deadline_s=5.0, max_cpus=2)
+    assert (tight.source, tight.upper) == ("task_s@sigA", pytest.approx(24.0))
 
 
 def test_the_tighter_of_both_bounds_bounds_where_it_scored_better() -> None:
