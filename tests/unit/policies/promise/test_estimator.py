@@ -235,9 +235,9 @@ def test_the_predictor_whose_bound_fits_better_bounds_even_if_its_median_is_wors
 def test_ratios_pooled_from_other_jobs_are_judged_on_their_own_record() -> None:
     # sigA's task seconds scatter 20 % around 10 s and every one of its runs was due at twice
     # its run (ratio 0.5); each ran beside a run of sigB, of the same user, due at its run
-    # (ratio 1). Its first 18 runs were bounded by pooled ratios (the cluster's, then their
-    # user's), whose 0.95 quantile is sigB's 1: twice their work. From the 19th on its own
-    # ratios bound it exactly, 100 runs of them.
+    # (ratio 1). Its first 19 runs were bounded by pooled ratios (the cluster's, then their
+    # user's), whose 0.95 quantile is sigB's 1: twice their work. From the 20th on its own
+    # ratios bound it exactly, 99 runs of them.
     est = Estimator(EstimatorParams(min_samples=3))
     for i in range(118):
         est.learn(_o(B, 20.0, tasks=2, deadline=10.0))
