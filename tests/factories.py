@@ -121,7 +121,7 @@ def snapshot(
     return ClusterSnapshot(taken_ms, rm_url, info, metrics, qs, apps, (node,))
 
 
-__all__ = ["app", "queue", "replace", "snapshot"]
+__all__ = ["app", "job_row", "queue", "replace", "snapshot"]
 
 
 def job_row(

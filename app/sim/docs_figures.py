@@ -27,17 +27,20 @@ DEADLINES = ("Fixed2x", "Jockey1x2x", "90loose", "Aria1x3x")
 ALLOCATORS = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice")
 
 
-def _load(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path) -> dict[str, Any]:
+    """A ``compare.json``: its config and its results."""
     data: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    results: list[dict[str, Any]] = data["results"]
+    return data
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = _read(path)["results"]
     return results
 
 
 def _run(eval_dir: Path, cap: str, dl: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """One ``justice-<cap>-<dl>`` run: its config and its results by policy."""
-    data: dict[str, Any] = json.loads(
-        (eval_dir / f"justice-{cap}-{dl}" / "compare.json").read_text("utf-8")
-    )
+    data = _read(eval_dir / f"justice-{cap}-{dl}" / "compare.json")
     return data["config"], {str(r["policy"]): r for r in data["results"]}
 
 

@@ -626,18 +626,17 @@ class Estimator:
             return best
         s = self._series.get(keys.signature)
         need = self.params.min_samples
-        ratio, tighter = _slots(relative)
         if s is None:
             return relative
+        ratio, tighter = _slots(relative)
         na, la = s.record(0, bound, need)
         nr, lr = s.record(ratio, bound, need)
         if na >= need and nr >= need:
             assert la is not None and lr is not None
             best = absolute if la < lr else relative
-            nt, lt = s.record(tighter, True, need)
-            if bound and nt >= need and _both(absolute, relative):
-                assert lt is not None
-                if lt < min(la, lr):
+            if bound and _both(absolute, relative):
+                nt, lt = s.record(tighter, True, need)
+                if nt >= need and lt is not None and lt < min(la, lr):
                     tight = self._tighter(absolute, relative)
                     if math.isfinite(tight.est.upper):
                         return tight
