@@ -222,7 +222,8 @@ class JobAccepted(JobOut):
     eta: dict[str, Any] | None = Field(
         None,
         description="Promise policy only: predicted start_s and finish_s (bound) and "
-        "finish_point_s (central), what a queued job waits_for, its latest_start_s, and for a "
+        "finish_point_s (central), what a queued job waits_for, its latest_start_s, crowd_out "
+        "(for a job held back for arriving jobs: how many its hold would crowd out), and for a "
         "drop the earliest_finish_s it could have had (epoch seconds).",
     )
 
@@ -232,7 +233,8 @@ class JobDetail(JobOut):
     eta: dict[str, Any] | None = Field(
         None,
         description="Promise policy only: predicted start_s and finish_s (bound) and "
-        "finish_point_s (central), what a queued job waits_for, its latest_start_s, and for a "
+        "finish_point_s (central), what a queued job waits_for, its latest_start_s, crowd_out "
+        "(for a job held back for arriving jobs: how many its hold would crowd out), and for a "
         "drop the earliest_finish_s it could have had (epoch seconds).",
     )
 

@@ -273,6 +273,8 @@ class Decision(NamedTuple):
     work_bound: float | None = None
     source: str | None = None
     latest_start_s: float | None = None  # for a queued job: dropped if not started by then
+    # for a job held back for the arrivals it would crowd out: how many (``_crowded_out``)
+    crowd_out: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (audit and ETA)."""
@@ -289,6 +291,7 @@ class Decision(NamedTuple):
             "work_bound": self.work_bound,
             "source": self.source,
             "latest_start_s": self.latest_start_s,
+            "crowd_out": self.crowd_out,
         }
 
 
@@ -541,15 +544,11 @@ def admit(
             # the arrivals it displaces are an expectation too
             lost = _hold_lost(j, est, g, load, avail, held, now_s, am, div, capacity)
             if lost >= 1.0:
-                queued.append(
-                    _queued(
-                        j,
-                        est,
-                        lst,
-                        f"capacity: holding {g + am} vcores would crowd out about "
-                        f"{lost:.1f} arriving jobs",
-                    )
+                why = (
+                    f"capacity: holding {g + am} vcores would crowd out about {lost:.1f} "
+                    "arriving jobs"
                 )
+                queued.append(_queued(j, est, lst, why)._replace(crowd_out=lost))
                 continue
             admitted.append((j, est, limit, g))
             avail -= g + am

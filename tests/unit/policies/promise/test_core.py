@@ -118,6 +118,9 @@ def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
     busy = core.Load(jobs_per_s=0.1, vcores=9.0)
     (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
     assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # the number behind the hold, for the audit record and the job's ETA
+    assert d.crowd_out == pytest.approx(10 / 9, rel=1e-3)
+    assert d.to_dict()["crowd_out"] == d.crowd_out
     # An operator who values processed work over the count turns the rule off.
     off = core.PromiseParams(crowd_out=False)
     (d,) = core.admit([job], [], 10, 10, 0.0, est, off, busy)
