@@ -1087,7 +1087,8 @@ class Sizes:
 
 
 # The loss system's vcores are counted in at most this many units (``_occupancy``): one unit
-# is ``ceil(capacity / LOSS_UNITS)`` vcores, each arrival's need rounded up to whole units.
+# is ``ceil(capacity / LOSS_UNITS)`` vcores, each arrival's need rounded up to whole units (and
+# its count's mean scaled down to match, ``_classes``).
 LOSS_UNITS = 256
 
 # A Poisson count with at most this many terms within the units is added as shifted copies
@@ -1103,9 +1104,15 @@ def _log_factorials(units: int) -> Any:
 
 def _classes(load: Load, sizes: Sizes, unit: int, units: int) -> tuple[Any, Any]:
     """Each recent arrival's class in the loss system (``_occupancy``), as numpy arrays in the
-    order of ``sizes``: its need in whole units (at least one) and its count's mean, ``rate *
-    work / need`` at ``rate = jobs_per_s / n`` (0 for an arrival needing nothing). Built once per
-    round (kept on ``load``)."""
+    order of ``sizes``: its need in whole units, ``size`` (at least one), and its count's mean,
+    ``rate * work / (size * unit)`` at ``rate = jobs_per_s / n`` (0 for an arrival needing
+    nothing), so that what it occupies on average is its work per second whatever the unit.
+    Built once per round (kept on ``load``).
+
+    Rounding a need up to a whole unit must not add work: at ``rate * work / need`` a one-vcore
+    arrival on a cluster counted in units of 14 vcores held 14 for its whole run, and the
+    vcores beside a hold looked up to 14 times as full of such arrivals as they were
+    (``docs/evaluation.md``, "The crowd-out estimate against what admitting did")."""
     key = ("classes", 0, unit)
     known = load.cache.get(key)
     if known is None:
@@ -1115,7 +1122,7 @@ def _classes(load: Load, sizes: Sizes, unit: int, units: int) -> tuple[Any, Any]
         positive = needs > 0
         # More calls offered than there are units fill the system alone; capped there, the
         # smallest terms of the counts stay within floating point (e^-units at worst).
-        mean = rate * np.array(sizes.works) / np.where(positive, needs, 1.0)
+        mean = rate * np.array(sizes.works) / np.where(positive, size * unit, 1.0)
         known = load.cache[key] = (size, np.where(positive, np.minimum(mean, units), 0.0))
     return known
 
@@ -1125,13 +1132,14 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     multi-rate loss system of ``units`` units (a numpy array over 0 .. units).
 
     Arrival ``i`` comes at rate ``jobs_per_s / n`` (the ``n`` recent arrivals alike), needs
-    ``ceil(need / unit)`` units at once and holds them for ``work / need`` seconds, its run at
-    that need. Admitted when that many are free and lost otherwise, such arrivals' occupancy has
-    a product form (Kaufman 1981; Roberts 1981): the convolution of one Poisson count per
-    arrival, each of mean ``rate * duration`` and of its size in units, truncated to the units
-    there are. Counts of one size add up to one Poisson count of their summed mean, so a prefix
-    costs one convolution per size in it, not one per arrival; the distributions built are kept
-    on ``load``, and a longer prefix starts from the longest one kept below it."""
+    ``ceil(need / unit)`` units at once and holds them for its work over their vcores, its run
+    on that many (``_classes``). Admitted when that many are free and lost otherwise, such
+    arrivals' occupancy has a product form (Kaufman 1981; Roberts 1981): the convolution of one
+    Poisson count per arrival, each of mean ``rate * duration`` and of its size in units,
+    truncated to the units there are. Counts of one size add up to one Poisson count of their
+    summed mean, so a prefix costs one convolution per size in it, not one per arrival; the
+    distributions built are kept on ``load``, and a longer prefix starts from the longest one
+    kept below it."""
     # prefix length: its pmf and cdf
     built: dict[int, tuple[Any, Any]] = load.cache.setdefault(("occupancy", 0, unit), {})
     known = built.get(k)

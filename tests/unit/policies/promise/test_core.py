@@ -243,6 +243,22 @@ def test_arrivals_of_one_size_are_one_poisson_count_and_prefixes_extend_kept_one
     assert list(rows[0]) == [1.0, 1.0, 1.0] and rows[3][0] < rows[3][2] < 1.0
 
 
+def test_rounding_a_need_up_to_a_whole_unit_adds_no_work() -> None:
+    # One-vcore arrivals of 50 s at 0.2 jobs/s occupy 10 vcores on average. On 1,024 vcores the
+    # loss system counts units of 4 (``LOSS_UNITS``), so each arrival takes a whole unit: its
+    # count is scaled down to keep the occupancy at 10 vcores, not 40.
+    alike = core.Sizes.of([50.0] * 9, [1] * 9)
+    load = core.Load(0.2, 10.0, sizes=alike)
+    unit = math.ceil(1024 / core.LOSS_UNITS)
+    assert unit == 4
+    cdf = core._occupancy(load, alike, 9, unit, 256)
+    pmf = np.diff(cdf, prepend=0.0)
+    assert float((np.arange(257) * pmf).sum()) * unit == pytest.approx(10.0, rel=1e-6)
+    # counted in single vcores, the same arrivals occupy the same on average
+    exact = core._occupancy(core.Load(0.2, 10.0, sizes=alike), alike, 9, 1, 1024)
+    assert float((np.arange(1025) * np.diff(exact, prepend=0.0)).sum()) == pytest.approx(10.0)
+
+
 def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() -> None:
     # On 7 vcores, 1-vcore arrivals of 10 s and 6-vcore ones of 200 s (30 erlangs) that hold
     # 6 of them nearly all the time. Beside a hold of 5, 2 are left: the 6-vcore ones never
