@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_deadlines as ev
 
 from app.policies.promise import core
-from app.sim import deadlines, experiment
+from app.sim import deadlines
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob, Status
 from app.sim.promise_adapter import PromiseAllocator
@@ -228,35 +228,22 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--max-holds must be >= 1 and --skip-jobs >= 0")
     loads = ev.workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
     cells: list[dict[str, Any]] = []
-    for wname in a.workload or list(loads):
-        jobs = loads[wname]
-        for ctext in a.capacity or ["1x-mean", "2x-mean"]:
-            cap = experiment.resolve_capacity(ctext, jobs)
-            for kind in a.deadline or list(deadlines.DEADLINE_TYPES):
-                for model in a.model or ["fluid", "tasks"]:
-                    dj = deadlines.assign_deadlines(jobs, kind, cap, a.seed, a.deadline_basis)
-                    holds, rows = calibrate(dj, cap, model, a.max_holds)
-                    net = sum(r["own"] - r["others"] for r in rows)
-                    print(
-                        f"{wname} {ctext} ({cap}) {kind} {model}: {holds} holds, "
-                        f"{len(rows)} replayed, net of admitting {net:+d}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    cells.append(
-                        {
-                            "workload": wname,
-                            "capacity": ctext,
-                            "vcores": cap,
-                            "deadlines": kind,
-                            "model": model,
-                            "holds": holds,
-                            "rows": rows,
-                        }
-                    )
-                    if a.out is not None:
-                        a.out.parent.mkdir(parents=True, exist_ok=True)
-                        a.out.write_text(json.dumps(cells, indent=1), "utf-8")
+    runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
+    for cell, jobs, seed in ev.grid(runs, a.capacity, a.deadline, a.model):
+        cap, model = cell["vcores"], cell["model"]
+        dj = deadlines.assign_deadlines(jobs, cell["deadlines"], cap, seed, a.deadline_basis)
+        holds, rows = calibrate(dj, cap, model, a.max_holds)
+        net = sum(r["own"] - r["others"] for r in rows)
+        print(
+            f"{cell['workload']} {cell['capacity']} ({cap}) {cell['deadlines']} {model}: "
+            f"{holds} holds, {len(rows)} replayed, net of admitting {net:+d}",
+            file=sys.stderr,
+            flush=True,
+        )
+        cells.append({**cell, "holds": holds, "rows": rows})
+        if a.out is not None:
+            a.out.parent.mkdir(parents=True, exist_ok=True)
+            a.out.write_text(json.dumps(cells, indent=1), "utf-8")
     print(markdown(cells))
     return 0
 

@@ -46,6 +46,7 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -463,29 +464,40 @@ def main(argv: list[str] | None = None) -> int:
         runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
     cells: list[dict[str, Any]] = []
     print(_HEADER)
-    for wname, jobs, seed in runs:
-        for ctext in a.capacity or ["1x-mean", "2x-mean"]:
-            cap = experiment.resolve_capacity(ctext, jobs)
-            for kind in a.deadline or list(deadlines.DEADLINE_TYPES):
-                for model in a.model or ["fluid", "tasks"]:
-                    res = run_cell(jobs, cap, kind, model, seed, a.deadline_basis)
-                    margin, ok = _scored(res)
-                    print(_row(wname, cap, kind, model, res), flush=True)
-                    cells.append(
-                        {
-                            "workload": wname,
-                            "capacity": ctext,
-                            "vcores": cap,
-                            "deadlines": kind,
-                            "model": model,
-                            "basis": a.deadline_basis,
-                            "results": res,
-                            "margin": margin,
-                            "goal": ok,
-                        }
-                    )
+    for cell, jobs, seed in grid(runs, a.capacity, a.deadline, a.model):
+        wname, cap, kind, model = cell["workload"], cell["vcores"], cell["deadlines"], cell["model"]
+        res = run_cell(jobs, cap, kind, model, seed, a.deadline_basis)
+        margin, ok = _scored(res)
+        print(_row(wname, cap, kind, model, res), flush=True)
+        cells.append(
+            {**cell, "basis": a.deadline_basis, "results": res, "margin": margin, "goal": ok}
+        )
     _save(cells, a.out)
     return 0
+
+
+def grid(
+    runs: Sequence[tuple[str, list[SimJob], int]],
+    capacities: Sequence[str] | None = None,
+    kinds: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> Iterator[tuple[dict[str, Any], list[SimJob], int]]:
+    """The cells of ``runs`` (``(workload, jobs, seed)``): each capacity (default 1x and 2x the
+    mean demand), deadline type (default all seven) and model (default both), as ``(cell,
+    jobs, seed)`` with the cell's saved keys: workload, capacity, vcores, deadlines, model."""
+    for wname, jobs, seed in runs:
+        for ctext in capacities or ["1x-mean", "2x-mean"]:
+            cap = experiment.resolve_capacity(ctext, jobs)
+            for kind in kinds or list(deadlines.DEADLINE_TYPES):
+                for model in models or ["fluid", "tasks"]:
+                    cell = {
+                        "workload": wname,
+                        "capacity": ctext,
+                        "vcores": cap,
+                        "deadlines": kind,
+                        "model": model,
+                    }
+                    yield cell, jobs, seed
 
 
 def _save(cells: list[dict[str, Any]], out: Path | None) -> None:

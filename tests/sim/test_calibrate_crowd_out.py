@@ -3,8 +3,6 @@ admission at the same round, and the table that sums what admitting did."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -14,17 +12,12 @@ from app.sim.cluster import ClusterSpec
 from app.sim.jobs import Status
 from app.sim.promise_adapter import PromiseAllocator
 from app.sim.runner import Simulation
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "calibrate_crowd_out.py"
+from tests.sim import scripts
 
 
 @pytest.fixture(scope="module")
 def cc() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("calibrate_crowd_out", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts.load("calibrate_crowd_out")
 
 
 def test_a_hold_is_replayed_as_an_admission_at_the_same_round(cc: ModuleType) -> None:

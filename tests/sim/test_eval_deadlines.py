@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -11,18 +10,13 @@ from typing import Any
 
 import pytest
 
+from tests.sim import scripts
 from tests.sim.test_trace import TRACES, needs_traces
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "eval_deadlines.py"
 
 
 @pytest.fixture(scope="module")
 def ev() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_deadlines", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scripts.load("eval_deadlines")
 
 
 def _cell(workload: str, kind: str, sdr: dict[str, float], wtr: float = 0.0) -> dict[str, Any]:
