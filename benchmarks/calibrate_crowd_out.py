@@ -37,11 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import eval_deadlines as ev
 
 from app.policies.promise import core
-from app.sim import deadlines
+from app.sim import deadlines, experiment
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob, Status
-from app.sim.promise_adapter import PromiseAllocator
-from app.sim.runner import Simulation
 
 BUCKETS = ((1.0, 2.0), (2.0, 4.0), (4.0, 10.0), (10.0, float("inf")))
 """Predicted crowd-out ranges of the table (a hold predicts at least 1)."""
@@ -85,7 +83,7 @@ def _admitting(job_id: str, at_s: float) -> Iterator[None]:
 
 def _run(dj: list[SimJob], cap: int, model: str) -> dict[str, tuple[bool, float | None]]:
     """Promise on one cell: per job, whether it met its deadline and when it started."""
-    result = Simulation(dj, PromiseAllocator(), ClusterSpec(cap), model=model).run()
+    result = experiment.run_policy("promise", dj, ClusterSpec(cap), model=model)
     return {r.job.job_id: (r.status is Status.SUCCEEDED, r.start_s) for r in result.runs}
 
 
