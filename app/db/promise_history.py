@@ -233,6 +233,11 @@ class ArrivalMeter:
         if self.meter is None:
             self.meter = core.LoadMeter(self.tau_s)
             self.mark_ms = now_ms - int(_HORIZON_TAUS * self.tau_s * 1000)
+            # the rate is read over the time watched (``core.LoadMeter.watched``): since the
+            # first submission ever stored, or all of the window if one is older
+            first = session.execute(select(func.min(Job.submitted_ms))).scalar()
+            if first is not None:
+                self.meter.watch_from(max(int(first), self.mark_ms) / 1000)
         low = self.mark_ms - _LATE_MS
         in_window = Job.submitted_ms >= low, Job.submitted_ms <= now_ms
         total, stamps = session.execute(

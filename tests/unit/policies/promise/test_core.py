@@ -142,6 +142,25 @@ def test_arrivals_find_what_running_jobs_release_before_the_hold_ends() -> None:
     assert d.action == "queue" and "crowd out about 1.1 arriving" in d.reason
 
 
+def test_arrivals_find_running_jobs_ended_at_their_central_estimate() -> None:
+    est = _taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores, bound and centre alike
+    for i in range(19):  # r's signature: 18 runs used 0.1 of their window, one 0.5
+        ratio = 0.5 if i == 0 else 0.1
+        est.learn(Outcome(OTHER, tasks=10, work=ratio * 2000.0, deadline_s=200.0, max_cpus=10))
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    busy = core.Load(jobs_per_s=0.1, vcores=9.0)
+    # r's bound ends it at 100 s (0.5 x 200 s), its central estimate at 20 s. The arrivals a
+    # crowds out are an expectation, so they find r's vcores at 20 s: 20 s x 1/9 x 0.1 jobs/s
+    # = 0.22 jobs, and a is admitted. At r's bounded end it would be 1.1 jobs, and a would wait.
+    r = core.RunningJob("r", 10, 200.0, 0.0, 0.0, 10, OTHER)
+    (d,) = core.admit([job], [r], 10, 20, 0.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
+    assert core._crowded_out(busy, 10, [(20.0, 10)], 0.0, 2, 100.0, 200.0, 20) == pytest.approx(
+        0.1 * 20.0 / 9.0
+    )
+    assert core._crowded_out(busy, 10, [(100.0, 10)], 0.0, 2, 100.0, 200.0, 20) >= 1.0
+
+
 def test_slack_integrates_the_share_of_arrivals_that_cannot_wait() -> None:
     slack = core.Slack.of([30.0, 0.0, 10.0])
     # P(slack < w) is 1/3 on (0, 10], 2/3 on (10, 30], 1 above: over waits 0..20, 10/3 + 20/3
@@ -376,12 +395,39 @@ def test_load_meter_keeps_the_slack_of_the_last_arrivals() -> None:
 
 def test_load_meter_decays_with_its_time_constant() -> None:
     meter = core.LoadMeter(tau_s=100.0)
+    meter.arrive(-5000.0, 0.0)  # watched for fifty time constants: nothing left to correct
     meter.arrive(0.0, 500.0)
     meter.arrive(0.0, 500.0)
     now = meter.load(0.0)
     assert now.jobs_per_s == pytest.approx(0.02) and now.vcores == pytest.approx(10.0)
     later = meter.load(100.0)
     assert later.jobs_per_s == pytest.approx(0.02 / math.e)
+
+
+def test_load_meter_reads_the_rate_over_the_time_it_has_watched() -> None:
+    steady = core.LoadMeter(tau_s=3600.0)
+    for i in range(100):  # one job every 10 s from 0 to 990 s, 30 vcore-s each
+        steady.arrive(10.0 * i, 30.0)
+    load = steady.load(1000.0)
+    # The decayed sums alone say 1 - exp(-1000 / 3600) = 0.24 of the rate: 0.024 jobs/s.
+    assert load.jobs_per_s == pytest.approx(0.1, rel=0.03)
+    assert load.vcores == pytest.approx(3.0, rel=0.03)  # 0.1 jobs/s of 30 vcore-s
+    # Four arrivals in four seconds are not a rate of one a second: the correction comes in
+    # with the arrivals counted, 4 of the 64 it needs in full.
+    early = core.LoadMeter(tau_s=3600.0)
+    for t in range(4):
+        early.arrive(float(t), 30.0)
+    decayed = sum(math.exp(-(4.0 - t) / 3600.0) for t in range(4)) / 3600.0
+    share = 1.0 / (1.0 + (1.0 / -math.expm1(-4.0 / 3600.0) - 1.0) * 4 / core.SLACK_WINDOW)
+    assert early.load(4.0).jobs_per_s == pytest.approx(decayed / share)
+    assert early.load(4.0).jobs_per_s < 0.1
+    # Counted late (an arrival older than the first one counted), the watch starts earlier.
+    late = core.LoadMeter(tau_s=3600.0)
+    late.arrive(500.0, 30.0)
+    late.arrive(0.0, 30.0)
+    assert late.watched() == pytest.approx(
+        1.0 / (1.0 + (1.0 / -math.expm1(-500.0 / 3600.0) - 1.0) * 2 / core.SLACK_WINDOW)
+    )
 
 
 def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earliest_finish() -> (
