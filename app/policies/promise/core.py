@@ -932,11 +932,9 @@ def _tries(
             continue
         g, p = chosen
         avail -= g + am
-        bisect.insort(
-            held, (now_s + est.overhead_s + waves(j.tasks, g, div) * est.upper / j.tasks, g + am)
-        )
-        finish = now_s + est.overhead_s + waves(j.tasks, g, div) * est.point / j.tasks
-        bisect.insort(expected, (finish, g + am))
+        bisect.insort(held, _release(j, est, g, now_s, am, div))
+        finish, _ = end = _release(j, est, g, now_s, am, div, central=True)
+        bisect.insort(expected, end)
         out.append(
             _unpromised(
                 j,
