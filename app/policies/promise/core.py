@@ -1243,7 +1243,7 @@ class LoadMeter:
         are kept."""
         self._decay(now_s)
         assert self._t is not None
-        self._start = now_s if self._start is None else min(self._start, now_s)
+        self.watch_from(now_s)
         self._counted += 1
         weight = 1.0 if now_s >= self._t else math.exp(-(self._t - now_s) / self.tau_s)
         self._jobs += weight / self.tau_s
@@ -1273,9 +1273,9 @@ class LoadMeter:
         self.arrive(now_s, est.point, slack, need)
 
     def watch_from(self, start_s: float) -> None:
-        """Count the time since ``start_s`` as watched, if it is before the first arrival: the
-        live meter, rebuilt after a restart, has watched since the oldest submission it would
-        have read, not since the oldest it reads."""
+        """Count the time since ``start_s`` as watched, if it is before every arrival counted
+        (each arrival calls it; the live meter, rebuilt after a restart, calls it with the
+        oldest submission it would have read, not the oldest it reads)."""
         self._start = start_s if self._start is None else min(self._start, start_s)
 
     def watched(self) -> float:
