@@ -49,7 +49,11 @@ or waste work on real traces:
   end: what is free now plus what each running or just admitted job releases at its central end,
   the hold and the arrivals being expectations too (at the bounded ends the ETAs plan on, every
   running job of a pooled bound held its vcores to its deadline, and on the held-out slice after
-  6,000 jobs the goal held in 106 cells instead of 109). Only arrivals with less central work than
+  6,000 jobs the goal held in 106 cells instead of 109). The running jobs are the arrivals that
+  came before the round, so only those since occupy the loss system: ``t`` seconds in, one that
+  runs ``d`` seconds is there for ``min(d, t)`` of them (``_occupancy``, read once per doubling
+  band of ``t``). Read as the steady system from the round, the arrivals were counted twice, as
+  running jobs and as the arrivals that replace them. Only arrivals with less central work than
   the held job are counted, and only they occupy: a larger arrival is no better use of the vcores
   (SDR counts jobs), and one like the held job meets the same test when it comes. An arrival that
   can wait until the hold ends is not lost: the share of recent arrivals whose slack (how long
@@ -1113,7 +1117,15 @@ def _classes(load: Load, sizes: Sizes, unit: int, units: int) -> tuple[Any, Any]
     return known
 
 
-def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
+def _band(elapsed_s: float) -> int:
+    """The doubling band of a moment ``elapsed_s`` seconds after the round: 0 below 2 s, else
+    ``m`` for ``2**m`` to ``2**(m + 1)`` seconds (``_occupancy``)."""
+    return max(0, math.frexp(elapsed_s)[1] - 1) if elapsed_s >= 2.0 else 0
+
+
+def _occupancy(
+    load: Load, sizes: Sizes, k: int, unit: int, units: int, band: int | None = None
+) -> Any:
     """The cumulative distribution of the units held by the ``k`` smallest recent arrivals, as a
     multi-rate loss system of ``units`` units (a numpy array over 0 .. units).
 
@@ -1125,9 +1137,27 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     truncated to the units there are. Counts of one size add up to one Poisson count of their
     summed mean, so a prefix costs one convolution per size in it, not one per arrival; the
     distributions built are kept on ``load``, and a longer prefix starts from the longest one
-    kept below it."""
+    kept below it.
+
+    ``band`` (``_band``; None: long after the round) reads the system that many seconds after
+    the round, at the middle of the band: only arrivals since the round occupy it, one arriving
+    at rate ``r`` for ``d`` seconds being there for ``min(d, t)`` of the last ``t``, so its
+    count's mean is ``r * min(d, t)``. Those that arrived before the round are the running jobs,
+    which the caller counts as held until their ends; read at once as the steady system, they
+    were counted twice, as running jobs and as the arrivals that replace them, and a hold beside
+    many short running jobs was priced as if they filled the cluster twice
+    (``docs/evaluation.md``, "Arrivals since the round")."""
+    in_units, offered = _classes(load, sizes, unit, units)
+    if band is not None:
+        upto = load.jobs_per_s / len(sizes.works) * (1.5 * 2.0**band if band else 1.0)
+        if upto < offered.max():
+            offered = np.minimum(offered, upto)
+        else:  # every arrival's run fits in the time since the round: the steady system
+            band = None
     # prefix length: its pmf and cdf
-    built: dict[int, tuple[Any, Any]] = load.cache.setdefault(("occupancy", 0, unit), {})
+    built: dict[int, tuple[Any, Any]] = load.cache.setdefault(
+        ("occupancy", -1 if band is None else band, unit), {}
+    )
     known = built.get(k)
     if known is not None:
         return known[1]
@@ -1137,7 +1167,6 @@ def _occupancy(load: Load, sizes: Sizes, k: int, unit: int, units: int) -> Any:
     else:
         pmf = np.zeros(units + 1)
         pmf[0] = 1.0
-    in_units, offered = _classes(load, sizes, unit, units)
     # by size in units: the summed mean of the counts of the arrivals not yet in ``pmf``
     means = np.bincount(in_units[start:k], weights=offered[start:k])
     log_fact = _log_factorials(units)
@@ -1337,22 +1366,40 @@ def _crowded_out(
         return 0.0
     unit = max(1, math.ceil(capacity / LOSS_UNITS))
     units = math.ceil(capacity / unit)
-    cdf = _occupancy(load, sizes, k, unit, units)
     need = _classes(load, sizes, unit, units)[0][:k]  # each counted arrival's, in units
     end = now_s + duration
     slack = load.slack
-    steps = _spare_steps(avail - hold, held, now_s, end)
-    spares = np.array([spare for _, _, spare in steps])
-    # A hold makes no room for anyone: an arrival the loss system finds less often blocked
-    # beside it is one that larger arrivals, turned away there, no longer crowd; in the
-    # cluster those wait or come back, so that is not counted as a gain.
-    more = _blocked(cdf, need, spares // unit) - _blocked(cdf, need, (spares + hold) // unit)
-    shares = np.maximum(more, 0.0).sum(axis=1) / len(sizes.works)  # of arrivals, per step
     lost_s = 0.0  # seconds of arrivals (at the full rate) that cannot wait
-    for (a, b, _), share in zip(steps, shares.tolist(), strict=True):
-        if share > 0:
-            lost_s += share * (b - a if slack is None else slack.short_s(end - b, end - a))
+    steps = _banded(_spare_steps(avail - hold, held, now_s, end), now_s)
+    for band, group in itertools.groupby(steps, key=lambda step: step[3]):
+        part = list(group)
+        cdf = _occupancy(load, sizes, k, unit, units, band)
+        spares = np.array([spare for _, _, spare, _ in part])
+        # A hold makes no room for anyone: an arrival the loss system finds less often blocked
+        # beside it is one that larger arrivals, turned away there, no longer crowd; in the
+        # cluster those wait or come back, so that is not counted as a gain.
+        more = _blocked(cdf, need, spares // unit) - _blocked(cdf, need, (spares + hold) // unit)
+        shares = np.maximum(more, 0.0).sum(axis=1) / len(sizes.works)  # of arrivals, per step
+        for (a, b, _, _), share in zip(part, shares.tolist(), strict=True):
+            if share > 0:
+                lost_s += share * (b - a if slack is None else slack.short_s(end - b, end - a))
     return load.jobs_per_s * lost_s
+
+
+def _banded(
+    steps: list[tuple[float, float, int]], now_s: float
+) -> list[tuple[float, float, int, int]]:
+    """``steps`` (``_spare_steps``) cut where the time since ``now_s`` enters a new doubling
+    band, each with its band (``_band``): the arrivals' system is read once per band."""
+    out: list[tuple[float, float, int, int]] = []
+    for a, b, spare in steps:
+        t, band = a, _band(a - now_s)
+        while t < b:
+            upto = min(b, now_s + 2.0 ** (band + 1))
+            if upto > t:  # rounding can put ``t`` on a band's end
+                out.append((t, upto, spare, band))
+            t, band = upto, band + 1
+    return out
 
 
 def _spare_steps(

@@ -197,6 +197,17 @@ def _erlang_b(servers: int, offered: float) -> float:
     return b
 
 
+def _bands(hold_s: float) -> list[tuple[float, float]]:
+    """Each doubling band of a hold from the round (``core._band``): its seconds within the
+    hold and the time since the round at its middle, where the arrivals' system is read."""
+    out, lo = [], 0.0
+    while lo < hold_s:
+        hi = 2.0 if lo == 0 else 2 * lo
+        out.append((min(hi, hold_s) - lo, 1.0 if lo == 0 else 1.5 * lo))
+        lo = hi
+    return out
+
+
 def test_the_arrivals_occupancy_is_the_product_form_of_their_loss_system() -> None:
     # Two arrivals (equally likely) at 0.3 jobs/s in all: one needs 1 vcore for 10 s, one 3
     # vcores for 20 s (60 vcore-s), on 7 vcores (one unit each). Their counts are Poisson of
@@ -224,6 +235,28 @@ def test_the_arrivals_occupancy_is_the_product_form_of_their_loss_system() -> No
     # one vcore arrivals alone (the first prefix) are Erlang's loss system
     alone = core._occupancy(load, sizes, 1, 1, 7)
     assert core._blocked(alone, np.array([1]), 4) == pytest.approx([_erlang_b(4, 1.5)])
+
+
+def test_only_arrivals_since_the_round_occupy_the_vcores() -> None:
+    # The same two arrivals (10 s and 20 s runs at 0.15 jobs/s each). Those that came before
+    # the round are running jobs, which the caller counts; t seconds after it, each kind is
+    # there min(d, t) x 0.15 on average. Band 2 (4 to 8 s) is read at 6 s: means 0.9 and 0.9.
+    sizes = core.Sizes.of([60.0, 10.0], [3, 1])
+    load = core.Load(0.3, 6.0, sizes=sizes)
+    assert [core._band(t) for t in (0.0, 1.9, 2.0, 5.0, 8.0, 1000.0)] == [0, 0, 1, 2, 3, 9]
+    for band, t in ((0, 1.0), (2, 6.0), (3, 12.0)):
+        m1, m2 = 0.15 * min(10.0, t), 0.15 * min(20.0, t)
+        weight = [0.0] * 8
+        for a in range(8):
+            for b in range(3):
+                if a + 3 * b <= 7:
+                    weight[a + 3 * b] += m1**a / math.factorial(a) * m2**b / math.factorial(b)
+        cdf = core._occupancy(load, sizes, 2, 1, 7, band)
+        total = sum(weight)
+        assert list(cdf) == pytest.approx([w / total for w in itertools.accumulate(weight)])
+    # from 20 s on every arrival's run fits in the time since the round: the steady system
+    steady = core._occupancy(load, sizes, 2, 1, 7)
+    assert list(core._occupancy(load, sizes, 2, 1, 7, 5)) == list(steady)
 
 
 def test_arrivals_of_one_size_are_one_poisson_count_and_prefixes_extend_kept_ones() -> None:
@@ -290,8 +323,13 @@ def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() 
     need = np.array([1, 6])
     beside, alone = core._blocked(cdf, need, 2), core._blocked(cdf, need, 7)
     assert beside[0] < alone[0] and beside[1] == 1.0 > alone[1]
-    lost = core._crowded_out(load, 7, [], 0.0, 5, 100.0, 2000.0, 7)
-    assert lost == pytest.approx(0.3 * 100.0 * (beside[1] - alone[1]) / 2)
+    # over the hold, band by band (arrivals since the round occupy): only the 6-vcore ones
+    lost = 0.0
+    for band, (seconds, _) in enumerate(_bands(100.0)):
+        cdf = core._occupancy(load, sizes, 2, 1, 7, band)
+        beside, alone = core._blocked(cdf, need, 2), core._blocked(cdf, need, 7)
+        lost += 0.3 * seconds * (max(0.0, beside[0] - alone[0]) + beside[1] - alone[1]) / 2
+    assert core._crowded_out(load, 7, [], 0.0, 5, 100.0, 2000.0, 7) == pytest.approx(lost)
 
 
 def test_a_saturated_loss_system_stays_a_distribution() -> None:
@@ -314,16 +352,20 @@ def test_a_saturated_loss_system_stays_a_distribution() -> None:
 def test_a_hold_costs_how_much_more_often_arrivals_find_no_room() -> None:
     est = _taught(0.5)  # a: 4 tasks, central work 200 vcore-s; 2 vcores for 100 s
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # Arrivals alike: 1 vcore for 50 s, at 0.2 jobs/s (10 erlangs) on 10 vcores. Beside a's
-    # grant they are blocked B(8, 10) of the time instead of B(10, 10) (Erlang): 2.5 jobs
-    # lost over its 100 s, so a waits.
+    # Arrivals alike: 1 vcore for 50 s, at 0.2 jobs/s on 10 vcores. Those since the round
+    # occupy: t seconds after it, 0.2 x min(50, t) erlangs, 10 from 50 s on. Beside a's grant
+    # they are blocked B(8, a) of the time instead of B(10, a) (Erlang): 1.8 jobs lost over
+    # its 100 s, so a waits. Read as 10 erlangs from the start, it was 2.5.
     alike = core.Sizes.of([50.0] * 9, [1] * 9)
     busy = core.Load(0.2, 10.0, sizes=alike)
-    lost = 0.2 * 100.0 * (_erlang_b(8, 10.0) - _erlang_b(10, 10.0))
-    assert lost == pytest.approx(2.47, abs=0.01)
+    lost = sum(
+        0.2 * s * (_erlang_b(8, 0.2 * min(50.0, t)) - _erlang_b(10, 0.2 * min(50.0, t)))
+        for s, t in _bands(100.0)
+    )
+    assert lost == pytest.approx(1.83, abs=0.01)
     assert core._crowded_out(busy, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(lost)
     (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
-    assert d.action == "queue" and "crowd out about 2.5" in d.reason
+    assert d.action == "queue" and "crowd out about 1.8" in d.reason
     # At 0.05 jobs/s (2.5 erlangs) 10 vcores or 8 hardly ever block one: a starts.
     calm = core.Load(0.05, 2.5, sizes=alike)
     (d,) = core.admit([job], [], 10, 10, 0.0, est, P, calm)
@@ -334,6 +376,25 @@ def test_a_hold_costs_how_much_more_often_arrivals_find_no_room() -> None:
     assert core._crowded_out(
         core.Load(0.2, 8.0), 10, [], 0.0, 2, 100.0, 200.0, 10
     ) == pytest.approx(0.0)
+
+
+def test_a_hold_is_priced_on_the_arrivals_since_the_round() -> None:
+    est = _taught(0.5)  # a: 2 vcores for 100 s, central work 200 vcore-s
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # Arrivals of 1 vcore for 100 s at 0.1 jobs/s: 10 erlangs once 100 s have passed. Read
+    # as that steady system from the round, a's 100 s beside them cost 1.24 arrivals and a
+    # waited; but those running at the round are the running jobs (none here: all 10 vcores
+    # are free), and the arrivals since fill the vcores over the hold: 0.59, and a starts.
+    alike = core.Load(0.1, 10.0, sizes=core.Sizes.of([100.0] * 9, [1] * 9))
+    steady = 0.1 * 100.0 * (_erlang_b(8, 10.0) - _erlang_b(10, 10.0))
+    since = sum(
+        0.1 * s * (_erlang_b(8, 0.1 * min(100.0, t)) - _erlang_b(10, 0.1 * min(100.0, t)))
+        for s, t in _bands(100.0)
+    )
+    assert steady == pytest.approx(1.24, abs=0.01) and since == pytest.approx(0.59, abs=0.01)
+    assert core._crowded_out(alike, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(since)
+    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, alike)
+    assert (d.action, d.cpus) == ("admit", 2)
 
 
 def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
@@ -348,10 +409,15 @@ def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
     # meets the same test when it comes.
     assert core._crowded_out(larger, 10, [], 0.0, 2, 100.0, 400.0, 10) == 0.0
     # Smaller ones count, and only they occupy the vcores left: one arrival in ten takes 1
-    # vcore for 50 s (1 erlang at 0.02 jobs/s), and its loss system is Erlang's alone.
+    # vcore for 50 s (1 erlang at 0.02 jobs/s once 50 s have passed), and its loss system is
+    # Erlang's alone.
     mixed = core.Load(0.2, 10.0, sizes=core.Sizes.of([50.0] + [400.0] * 9, [1] * 10))
     assert core._crowded_out(mixed, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(
-        0.2 * 100.0 * (_erlang_b(8, 1.0) - _erlang_b(10, 1.0)) / 10
+        sum(
+            0.2 * s * (_erlang_b(8, 0.02 * min(50.0, t)) - _erlang_b(10, 0.02 * min(50.0, t)))
+            for s, t in _bands(100.0)
+        )
+        / 10
     )
 
 
