@@ -1148,12 +1148,11 @@ def _occupancy(
     many short running jobs was priced as if they filled the cluster twice
     (``docs/evaluation.md``, "Arrivals since the round")."""
     in_units, offered = _classes(load, sizes, unit, units)
+    upto = 0.0
     if band is not None:
         upto = load.jobs_per_s / len(sizes.works) * (1.5 * 2.0**band if band else 1.0)
-        if upto < offered.max():
-            offered = np.minimum(offered, upto)
-        else:  # every arrival's run fits in the time since the round: the steady system
-            band = None
+        if upto >= offered.max():  # every arrival's run fits in the time since the round
+            band = None  # the steady system
     # prefix length: its pmf and cdf
     built: dict[int, tuple[Any, Any]] = load.cache.setdefault(
         ("occupancy", -1 if band is None else band, unit), {}
@@ -1161,6 +1160,8 @@ def _occupancy(
     known = built.get(k)
     if known is not None:
         return known[1]
+    if band is not None:  # capped only when built: a round reads each band's system many times
+        offered = np.minimum(offered, upto)
     start = max((j for j in built if j <= k), default=0)
     if start:
         pmf = built[start][0]
