@@ -24,7 +24,9 @@ it holds with Promise behind the best other policy (same ``--traces``, ``--limit
 ``--skip-jobs`` and ``--seed``), and counts, job by job, the deadlines the best other policy met
 and Promise did not, by what Promise did with the job: refused at arrival or after waiting (and
 whose history bounded it, or that it was held back for the arrivals it would crowd out), killed
-at its first wave or past its deadline, or late.
+at its first wave or past its deadline, or late. Each section ends with what the jobs refused
+after waiting last waited for (``wait_class``): room for their promise, for a try, for a grant
+they could risk, and so on.
 
 ``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
 it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
@@ -133,6 +135,25 @@ def loss_class(run: JobRun) -> str:
     return str(run.status.value)
 
 
+def wait_class(run: JobRun) -> str | None:
+    """What a job Promise refused after waiting last waited for (``--explain``), its reason with
+    the numbers and the job named in it left out; None for any other job."""
+    if run.status is not Status.DROPPED or not run.waited_for:
+        return None
+    if (run.end_s or 0.0) - run.job.submit_s < 1e-3:
+        return None  # refused at its first round: it never waited
+    why = run.waited_for
+    if "crowd out" in why:
+        return "capacity that would not crowd out arrivals"
+    if "on exactly the" in why:  # its waves' grant did not fit, its exact grant is a risk
+        return "room for its waves' margin (its exact grant not worth the risk)"
+    if why.startswith("expects "):
+        return "the vcores it expected (first in line)"
+    why = why.removeprefix("waits for ").split(":")[0]
+    why = re.sub(r" \(after [^)]*\)", "", why)
+    return re.sub(r"\d+(\.\d+)?", "N", why)
+
+
 def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int) -> str:
     """Where Promise lost jobs against each cell's best other policy: first the cells where the
     goal fails, then those where it holds with Promise behind the best (within 0.01), whose
@@ -152,19 +173,26 @@ def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: i
         if heading is not None:
             lines.append(heading)
         total: Counter[str] = Counter()
+        waited: Counter[str] = Counter()
         for c in group:
-            line, lost = _explain_cell(c, loads, seed)
+            line, lost, waits = _explain_cell(c, loads, seed)
             lines.append(line)
             total.update(lost)
+            waited.update(waits)
         lines.append(f"{title}: " + "; ".join(f"{k} {v}" for k, v in total.most_common()))
+        lines.append(
+            f"{title}, refused after waiting, by what they last waited for: "
+            + ("; ".join(f"{k} {v}" for k, v in waited.most_common()) or "none")
+        )
     return "\n".join(lines)
 
 
 def _explain_cell(
     c: dict[str, Any], loads: dict[str, list[SimJob]], seed: int
-) -> tuple[str, Counter[str]]:
-    """One cell run again under Promise and its best other policy: the line ``explain`` prints
-    and the jobs only the other met, by what Promise did with them."""
+) -> tuple[str, Counter[str], Counter[str]]:
+    """One cell run again under Promise and its best other policy: the line ``explain`` prints,
+    the jobs only the other met by what Promise did with them, and those Promise refused after
+    waiting by what they last waited for (``wait_class``)."""
     name = c["workload"]
     cell_seed = _cell_seed(name, seed)
     jobs = loads[name]
@@ -177,14 +205,16 @@ def _explain_cell(
     ran = {n: experiment.run_policy(n, dj, spec, model=c["model"]) for n in ("promise", other)}
     runs = {n: {r.job.job_id: r for r in result.runs} for n, result in ran.items()}
     met = {n: {j for j, r in rs.items() if r.status is Status.SUCCEEDED} for n, rs in runs.items()}
-    lost = Counter(loss_class(runs["promise"][j]) for j in met[other] - met["promise"])
+    only = met[other] - met["promise"]
+    lost = Counter(loss_class(runs["promise"][j]) for j in only)
+    waits = Counter(w for j in only if (w := wait_class(runs["promise"][j])) is not None)
     line = (
         f"{name} {c['vcores']} {c['deadlines']} {c['model']}: {other} met "
         f"{len(met[other] - met['promise'])} that Promise did not, Promise "
         f"{len(met['promise'] - met[other])} that it did not; "
         + "; ".join(f"{k} {v}" for k, v in lost.most_common())
     )
-    return line, lost
+    return line, lost, waits
 
 
 def sdr_holds(margin: float) -> bool:

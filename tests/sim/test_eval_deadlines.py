@@ -156,6 +156,48 @@ def test_a_job_held_back_for_crowd_out_is_named_so_not_by_its_bound(ev: ModuleTy
     )
 
 
+@pytest.mark.parametrize(
+    ("waited_for", "expected"),
+    [
+        (
+            "waits for vcores free enough to try it (running jobs end too late)",
+            "vcores free enough to try it (running jobs end too late)",
+        ),
+        (
+            "waits for vcores free enough to try it (its bound misses)",
+            "vcores free enough to try it (its bound misses)",
+        ),
+        (
+            "waits for capacity it can risk: its wait left it a chance of 0.412 by its 7 runs",
+            "capacity it can risk",
+        ),
+        ("waits for vcores to free up (after j2, expected at now+4s)", "vcores to free up"),
+        (
+            "waits for 12 vcores for its waves' margin: on exactly the 9 its bound needs, ...",
+            "room for its waves' margin (its exact grant not worth the risk)",
+        ),
+        (
+            "waits for capacity: on exactly the 9 its bound needs, a miss (about 1 in 4 ...)",
+            "room for its waves' margin (its exact grant not worth the risk)",
+        ),
+        (
+            "waits for capacity: holding 5 vcores would crowd out about 1.2 arriving jobs",
+            "capacity that would not crowd out arrivals",
+        ),
+        ("expects 6 vcores at now+3.5s", "the vcores it expected (first in line)"),
+    ],
+)
+def test_a_job_refused_after_waiting_is_named_by_what_it_last_waited_for(
+    ev: ModuleType, waited_for: str, expected: str
+) -> None:
+    refused = "cannot finish by its deadline now+9s: ... (task_s@n:etl-<n>|u:4|q:b)"
+    assert ev.wait_class(_ended("DROPPED", refused, 30.0, waited_for)) == expected
+    # refused at its first round, never queued, or not refused: it did not wait for anything
+    assert ev.wait_class(_ended("DROPPED", refused, 1e-6, waited_for)) is None
+    assert ev.wait_class(_ended("DROPPED", refused, 30.0)) is None
+    assert ev.wait_class(_ended("KILLED", "past its deadline by 3s", 30.0, waited_for)) is None
+
+
 def test_the_simulator_keeps_why_a_job_last_waited() -> None:
     from app.sim.cluster import ClusterSpec
     from app.sim.jobs import SimJob, Status
@@ -204,8 +246,8 @@ def test_explain_reruns_failing_cells_then_those_behind_within_the_goal(ev: Modu
     # the same cell counted as failing, as within the goal but behind, and as ahead (not rerun)
     cells = [cell(False, margin), cell(True, margin), cell(True, 0.0)]
     lines = ev.explain(cells, {name: jobs}, 0).splitlines()
-    assert len(lines) == 5
-    failing, total, heading, behind, total_behind = lines
+    assert len(lines) == 7
+    failing, total, waits, heading, behind, total_behind, waits_behind = lines
     assert failing.startswith(f"{name} 20 Jockey1x2x fluid: ")
     assert total.startswith("all failing cells: ")
     assert heading.startswith("cells where the goal holds with Promise behind the best")
@@ -215,6 +257,20 @@ def test_explain_reruns_failing_cells_then_those_behind_within_the_goal(ev: Modu
     counted = [int(part.rsplit(" ", 1)[1]) for part in failing.split("; ")[1:]]
     assert met > 0 and sum(counted) == met
     assert sorted(total.split(": ", 1)[1].split("; ")) == sorted(failing.split("; ")[1:])
+    # what the jobs refused after waiting last waited for: as many as were refused so
+    prefix = "all failing cells, refused after waiting, by what they last waited for: "
+    assert waits.startswith(prefix)
+    assert waits_behind == waits.replace("all failing cells", "all cells within 0.01")
+    after = sum(n for k, n in _counts(failing) if k.startswith("refused after waiting"))
+    assert after > 0 and sum(n for _, n in _counts(waits)) == after
+
+
+def _counts(line: str) -> list[tuple[str, int]]:
+    """The ``name count`` parts of an ``explain`` line, after its first ``: ``."""
+    parts = line.split(": ", 1)[1].split("; ")
+    if line.startswith(("all", "cells")):
+        return [(p.rsplit(" ", 1)[0], int(p.rsplit(" ", 1)[1])) for p in parts]
+    return [(p.rsplit(" ", 1)[0], int(p.rsplit(" ", 1)[1])) for p in parts[1:]]
 
 
 @needs_traces
