@@ -109,11 +109,17 @@ def selection(limit: int, seeds: list[int], basis: str) -> list[tuple[str, list[
     return out
 
 
+def _at_arrival(run: JobRun) -> bool:
+    """Whether a refused job was refused in the round at its arrival (or the round just after
+    it, a microsecond later, for a job with no slack that found no room)."""
+    return (run.end_s or 0.0) - run.job.submit_s < 1e-3
+
+
 def loss_class(run: JobRun) -> str:
     """What Promise did with a job it did not finish in time (``--explain``), in words."""
     why = run.reason
     if run.status is Status.DROPPED:
-        when = "at arrival" if (run.end_s or 0.0) - run.job.submit_s < 1e-3 else "after waiting"
+        when = "at arrival" if _at_arrival(run) else "after waiting"
         if "crowd out" in run.waited_for:
             # its bound fitted, but it was held back for the arrivals it would crowd out until
             # its latest start passed (the round after that is a microsecond later)
@@ -140,8 +146,8 @@ def wait_class(run: JobRun) -> str | None:
     the numbers and the job named in it left out; None for any other job."""
     if run.status is not Status.DROPPED or not run.waited_for:
         return None
-    if (run.end_s or 0.0) - run.job.submit_s < 1e-3:
-        return None  # refused at its first round: it never waited
+    if _at_arrival(run):
+        return None  # it never waited
     why = run.waited_for
     if "crowd out" in why:
         return "capacity that would not crowd out arrivals"
