@@ -185,12 +185,17 @@ def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: i
             lines.append(line)
             total.update(lost)
             waited.update(waits)
-        lines.append(f"{title}: " + "; ".join(f"{k} {v}" for k, v in total.most_common()))
+        lines.append(f"{title}: {_tally(total)}")
         lines.append(
             f"{title}, refused after waiting, by what they last waited for: "
-            + ("; ".join(f"{k} {v}" for k, v in waited.most_common()) or "none")
+            + (_tally(waited) or "none")
         )
     return "\n".join(lines)
+
+
+def _tally(counts: Counter[str]) -> str:
+    """``name count; ...``, the most frequent first: how ``explain`` lists its counts."""
+    return "; ".join(f"{k} {v}" for k, v in counts.most_common())
 
 
 def _explain_cell(
@@ -216,9 +221,8 @@ def _explain_cell(
     waits = Counter(w for j in only if (w := wait_class(runs["promise"][j])) is not None)
     line = (
         f"{name} {c['vcores']} {c['deadlines']} {c['model']}: {other} met "
-        f"{len(met[other] - met['promise'])} that Promise did not, Promise "
-        f"{len(met['promise'] - met[other])} that it did not; "
-        + "; ".join(f"{k} {v}" for k, v in lost.most_common())
+        f"{len(only)} that Promise did not, Promise "
+        f"{len(met['promise'] - met[other])} that it did not; {_tally(lost)}"
     )
     return line, lost, waits
 

@@ -266,11 +266,11 @@ def test_explain_reruns_failing_cells_then_those_behind_within_the_goal(ev: Modu
 
 
 def _counts(line: str) -> list[tuple[str, int]]:
-    """The ``name count`` parts of an ``explain`` line, after its first ``: ``."""
+    """The ``name count`` parts of an ``explain`` line, after its first ``: `` (a cell's line
+    first says who met what, which is not one of them)."""
     parts = line.split(": ", 1)[1].split("; ")
-    if line.startswith(("all", "cells")):
-        return [(p.rsplit(" ", 1)[0], int(p.rsplit(" ", 1)[1])) for p in parts]
-    return [(p.rsplit(" ", 1)[0], int(p.rsplit(" ", 1)[1])) for p in parts[1:]]
+    counted = parts if line.startswith("all") else parts[1:]
+    return [(p.rsplit(" ", 1)[0], int(p.rsplit(" ", 1)[1])) for p in counted]
 
 
 @needs_traces
