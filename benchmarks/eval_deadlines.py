@@ -54,7 +54,7 @@ from typing import Any
 
 from app.sim import deadlines, experiment, recurring, trace
 from app.sim.cluster import ClusterSpec
-from app.sim.jobs import JobRun, SimJob, Status
+from app.sim.jobs import JobRun, SimJob, Status, reason_shape
 from app.sim.promise_adapter import PromiseAllocator
 from app.sim.runner import SimResult, Simulation
 
@@ -156,8 +156,7 @@ def wait_class(run: JobRun) -> str | None:
     if why.startswith("expects "):
         return "the vcores it expected (first in line)"
     why = why.removeprefix("waits for ").split(":")[0]
-    why = re.sub(r" \(after [^)]*\)", "", why)
-    return re.sub(r"\d+(\.\d+)?", "N", why)
+    return reason_shape(re.sub(r" \(after [^)]*\)", "", why))
 
 
 def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int) -> str:

@@ -2,10 +2,12 @@
 
     yarn-sidecar simulate --trace PATH|synthetic [--format swim|google|google29d|csv]
         --policy NAME --capacity N|P% [--deadlines TYPE] [--seed S] [--limit-jobs N] [--out DIR]
+        [--decisions]
     yarn-sidecar simulate compare --policies a,b,c  (same options)
 
 One run writes ``summary.json``, ``jobs.csv``, ``series.csv``, ``control.csv`` and PNG plots into
-``--out``; ``compare`` writes one self-contained ``compare.html`` (tables and base64 plots) plus
+``--out`` (with ``--decisions``, an admission policy's decisions too: ``decisions.csv``);
+``compare`` writes one self-contained ``compare.html`` (tables and base64 plots) plus
 ``compare.json`` and ``compare.csv``. Progress goes to stderr. ``configure`` adds the sub-command
 to the top-level parser (``app/cli.py``).
 """
@@ -142,6 +144,12 @@ def configure(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sim_sub = sim.add_subparsers(dest="simulate_command")
     _add_options(sim)
     sim.add_argument("--policy", default="baseline-fs", help="one of: " + _names())
+    sim.add_argument(
+        "--decisions",
+        action="store_true",
+        help="also write decisions.csv: each admission, drop and kill and each new reason a job "
+        "waits for, with its time (admission policies: pythia, justice, oracle, promise)",
+    )
     sim.set_defaults(func=cmd_simulate)
     cmp_ = sim_sub.add_parser("compare", help="several policies on the same input, one report")
     _add_options(cmp_)
@@ -299,7 +307,7 @@ class _Prepared:
             "params": self.params,
         }
 
-    def run(self, name: str) -> SimResult:
+    def run(self, name: str, decisions: bool = False) -> SimResult:
         missing = any(j.deadline_s is None for j in self.jobs)
         if registry.needs_deadlines(name) and missing:
             raise ValueError(f"policy {name} needs deadlines; pass --deadlines TYPE")
@@ -315,6 +323,7 @@ class _Prepared:
                 start_s=self.jobs[0].submit_s,
                 model=self.args.model,
                 plan=PlanSettings(self.args.max_step_pp, self.args.min_change_pp),
+                decision_log=decisions,
             )
         finally:
             bar.close()
@@ -347,6 +356,8 @@ def _write_run(out: Path, prep: _Prepared, result: SimResult) -> dict[str, Any]:
     report.write_jobs_csv(out / "jobs.csv", result)
     report.write_series_csv(out / "series.csv", result, sharing)
     report.write_control_csv(out / "control.csv", result)
+    if getattr(prep.args, "decisions", False):
+        report.write_decisions_csv(out / "decisions.csv", result)
     if not prep.args.no_plots:
         report.write_plots(out, report.result_plots(result, sharing))
     return summary
@@ -369,7 +380,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.policy not in registry.policy_names():
         raise ValueError(f"unknown policy {args.policy!r}; use one of {_names()}")
     prep = _Prepared(args, args.quiet)
-    result = prep.run(args.policy)
+    result = prep.run(args.policy, args.decisions)
     summary = _write_run(Path(args.out), prep, result)
     _print_table([summary], sys.stdout)
     print(f"wrote {args.out}")

@@ -16,7 +16,7 @@ from typing import Any
 from app.sim import deadlines, recurring, registry, trace
 from app.sim.allocators import BaselineFS
 from app.sim.cluster import ClusterSpec
-from app.sim.jobs import SimJob
+from app.sim.jobs import Decided, SimJob
 from app.sim.queue_policies import PlanSettings
 from app.sim.runner import Progress, SimResult, Simulation
 
@@ -115,11 +115,19 @@ def run_policy(
     start_s: float | None = None,
     model: str = "fluid",
     plan: PlanSettings | None = None,
+    decision_log: bool = False,
 ) -> SimResult:
     """Simulate ``jobs`` under the policy called ``name`` on the cluster ``model``
-    (``app.sim.tasks.MODELS``)."""
+    (``app.sim.tasks.MODELS``); with ``decision_log``, keep its admission decisions in the
+    result (``SimResult.decision_log``: admission policies only)."""
     queues = sorted({j.queue for j in jobs})
     setup = registry.build(name, queues, params, interval_s=interval_s, plan=plan)
+    log: list[Decided] = []
+    if decision_log:
+        record = getattr(setup.allocator, "record_decisions", None)
+        if record is None:
+            raise ValueError(f"policy {name} makes no admission decisions to log")
+        log = record()
     sim = Simulation(
         jobs,
         setup.allocator,
@@ -131,6 +139,7 @@ def run_policy(
     )
     result = sim.run()
     result.decisions = dict(getattr(setup.allocator, "decisions", {}))
+    result.decision_log = log
     if setup.queue_policy is None and name == registry.FAIR:
         result.allocator = registry.FAIR
     return result

@@ -9,8 +9,10 @@ relative to its submission. The simulator assumes perfect parallelism like the t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +83,23 @@ class JobRun:
         """Absolute deadline; ``inf`` when the job has none."""
         d = self.job.deadline_s
         return float("inf") if d is None else self.job.submit_s + d
+
+
+class Decided(NamedTuple):
+    """One admission decision about one job, as a run's decision log keeps it
+    (``yarn-sidecar simulate --decisions``): when, what, on how many vcores, and why."""
+
+    at_s: float
+    job_id: str
+    action: str  # admit, queue, drop or kill
+    vcores: int
+    reason: str
+
+
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+
+
+def reason_shape(reason: str) -> str:
+    """``reason`` with its numbers left out: what stays the same while a queued job waits for
+    the same thing round after round (``expects 12 vcores at now+3.0s``, then ``now+2.1s``)."""
+    return _NUMBER.sub("N", reason)

@@ -21,7 +21,7 @@ from typing import Any
 from app.policies.justice import core as justice
 from app.policies.justice.admission import JusticeAdmission
 from app.sim.cluster import PRIORITY_REPLAN
-from app.sim.jobs import JobRun, Status
+from app.sim.jobs import Decided, JobRun, Status, reason_shape
 from app.sim.runner import SimContext
 
 # After arrivals and completions at an instant, with the fair-share replan.
@@ -42,6 +42,16 @@ class _Admission:
         self._admitting = False
         self._again = False
         self._pass_pending = False
+        self._log: list[Decided] | None = None
+        self._logged: dict[str, tuple[str, str]] = {}  # a queued job's last logged decision
+
+    def record_decisions(self) -> list[Decided]:
+        """Keep from now on a log of the decisions this allocator makes (the list returned,
+        filled as the run goes): each job's admission, drop or kill, and each new reason it is
+        queued for; a queued job waiting for the same thing again (``reason_shape``) is not
+        logged again, so the log stays a few lines per job however many rounds it waits."""
+        self._log = []
+        return self._log
 
     def bind(self, ctx: SimContext) -> None:
         """Keep the context."""
@@ -103,9 +113,22 @@ class _Admission:
                 self._again = False
                 for d in self._decide(self.ctx.cluster.free, self.ctx.now):
                     self.decisions[d.action] += 1
+                    if self._log is not None:
+                        self._record(d, self._log)
                     self._apply(d)
         finally:
             self._admitting = False
+
+    def _record(self, d: justice.Decision, log: list[Decided]) -> None:
+        assert self.ctx is not None
+        if d.action == "queue":
+            shape = (d.action, reason_shape(d.reason))
+            if self._logged.get(d.job_id) == shape:
+                return
+            self._logged[d.job_id] = shape
+        else:  # the job leaves the queue (admitted or dropped) or is killed
+            self._logged.pop(d.job_id, None)
+        log.append(Decided(self.ctx.now, d.job_id, d.action, d.cpus, d.reason))
 
     def _apply(self, d: justice.Decision) -> None:
         assert self.ctx is not None

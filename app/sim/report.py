@@ -93,6 +93,15 @@ def write_jobs_csv(path: Path, result: SimResult) -> None:
             )
 
 
+def write_decisions_csv(path: Path, result: SimResult) -> None:
+    """One row per logged admission decision (``SimResult.decision_log``), in time order."""
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["time_s", "job_id", "action", "vcores", "reason"])
+        for d in result.decision_log:
+            w.writerow([d.at_s, d.job_id, d.action, d.vcores, d.reason])
+
+
 def write_series_csv(path: Path, result: SimResult, sharing: SharingSeries | None = None) -> None:
     """The 60 s samples: utilization, fairness, equality, live jobs, per-queue columns."""
     s = result.series

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from app.sim import metrics
 from app.sim.cluster import Cluster, ClusterSpec
 from app.sim.engine import PRIORITY_ARRIVAL, PRIORITY_CONTROL, PRIORITY_SAMPLE, Engine
-from app.sim.jobs import JobRun, SimJob, Status
+from app.sim.jobs import Decided, JobRun, SimJob, Status
 from app.sim.tasks import make_cluster
 
 
@@ -171,6 +171,8 @@ class SimResult:
     events: int
     wall_s: float
     decisions: dict[str, int] = field(default_factory=dict)
+    # an admission allocator's decisions, where the run asked for them (``run_policy``)
+    decision_log: list[Decided] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
         """The headline numbers (plain floats, unrounded)."""

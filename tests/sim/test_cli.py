@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import io
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 
 from app.sim import cli, experiment
-from app.sim.jobs import SimJob
+from app.sim.jobs import SimJob, reason_shape
 
 
 def _main(argv: list[str]) -> int:
@@ -94,6 +96,48 @@ def test_errors_are_reported_not_raised(tmp_path: Path, capsys: pytest.CaptureFi
         == 2
     )
     assert "needs deadlines" in capsys.readouterr().err
+
+
+def test_decisions_csv_tells_each_jobs_story_once_per_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "promise"
+    # 120 jobs on 20 vcores: most wait, many for several rounds
+    argv = ["simulate", "--trace", "synthetic", "--synthetic-jobs", "120", "--capacity", "20"]
+    argv += ["--quiet", "--deadlines", "Aria1x3x", "--policy", "promise", "--decisions"]
+    assert _main([*argv, "--out", str(out)]) == 0
+    with (out / "decisions.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    with (out / "jobs.csv").open(encoding="utf-8") as fh:
+        jobs = {r["job_id"]: r for r in csv.DictReader(fh)}
+    times = [float(r["time_s"]) for r in rows]
+    assert times == sorted(times)
+    story: dict[str, list[dict[str, str]]] = {}
+    for r in rows:
+        story.setdefault(r["job_id"], []).append(r)
+    assert set(story) == set(jobs)  # every job was decided on
+    for job_id, job in jobs.items():
+        steps = story[job_id]
+        admits = [s for s in steps if s["action"] == "admit"]
+        if int(job["grant"]) > 0:  # admitted once, on the grant it ran with
+            assert [int(s["vcores"]) for s in admits] == [int(job["grant"])]
+        else:
+            assert admits == []
+        if job["status"] in ("dropped", "killed"):  # its last decision is why
+            assert steps[-1]["action"] == {"dropped": "drop", "killed": "kill"}[job["status"]]
+            assert steps[-1]["reason"] == job["reason"]
+        said = [(s["action"], reason_shape(s["reason"])) for s in steps]
+        assert all(a != b for a, b in itertools.pairwise(said))  # each line says something new
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    logged = sum(r["action"] == "queue" for r in rows)
+    # the same wait, round after round, is one line: fewer lines than queue decisions
+    assert 0 < logged < summary["decisions"]["queue"]
+    assert any(
+        s[0]["action"] == "queue" and s[-1]["action"] in ("admit", "drop") for s in story.values()
+    )
+    # a policy that decides no admissions has none to log
+    assert _main(["simulate", *COMMON, "--decisions", "--out", str(tmp_path / "fs")]) == 2
+    assert "baseline-fs makes no admission decisions" in capsys.readouterr().err
 
 
 def test_progress_bar_draws_and_ends_the_line() -> None:
