@@ -50,6 +50,8 @@ def test_from_db_errors_name_the_option(
     assert "policy: justice needs a deadline per job" in capsys.readouterr().err
     assert main(["simulate", "--since", "7d", "--policy", "fair", "--trace", "synthetic"]) == 2
     assert "--since needs --from-db" in capsys.readouterr().err
+    assert main([*base, "--policy", "promise", "--decisions"]) == 2
+    assert "--decisions replays a trace; not with --from-db" in capsys.readouterr().err
 
 
 async def test_phases_from_db_runs_both_models_on_the_stored_mapreduce_jobs(
