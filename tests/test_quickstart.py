@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,13 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "quickstart"
 
 
+# Replaces itself with ``argv[1:]`` once SIGINT is back at its default.
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("YARN_SIDECAR_")}
     env.update(
@@ -27,8 +35,12 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
         YARN_SIDECAR_DATABASE_URL=f"sqlite:///{tmp_path}/sidecar.db",
         YARN_SIDECAR_API_PORT=str(port),
     )
+    # Started with SIGINT at its default, as Ctrl-C in a terminal finds it: a shell cannot trap
+    # a signal that was ignored when it started, and a test run started in the background of a
+    # non-interactive shell (``cmd &``) passes SIGINT on ignored.
     return subprocess.Popen(
-        [str(SCRIPT), "--no-bootstrap", "--workdir", str(tmp_path / "work")],
+        [sys.executable, "-c", _DEFAULT_SIGINT, str(SCRIPT), "--no-bootstrap", "--workdir",
+         str(tmp_path / "work")],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
