@@ -60,7 +60,7 @@ def extend(simulate: argparse.ArgumentParser, settings: Callable[[], Any]) -> No
                 print("simulate: --since needs --from-db", file=sys.stderr)
                 return 2
             return original(args)
-        if getattr(args, "decisions", False):
+        if args.decisions:
             # the what-if's report is per queue and per period, not per job: say so rather than
             # write nothing
             print("simulate: --decisions replays a trace; not with --from-db", file=sys.stderr)

@@ -356,7 +356,7 @@ def _write_run(out: Path, prep: _Prepared, result: SimResult) -> dict[str, Any]:
     report.write_jobs_csv(out / "jobs.csv", result)
     report.write_series_csv(out / "series.csv", result, sharing)
     report.write_control_csv(out / "control.csv", result)
-    if getattr(prep.args, "decisions", False):
+    if prep.args.decisions:
         report.write_decisions_csv(out / "decisions.csv", result)
     if not prep.args.no_plots:
         report.write_plots(out, report.result_plots(result, sharing))

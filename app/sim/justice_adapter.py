@@ -43,7 +43,7 @@ class _Admission:
         self._again = False
         self._pass_pending = False
         self._log: list[Decided] | None = None
-        self._logged: dict[str, tuple[str, str]] = {}  # a queued job's last logged decision
+        self._waits: dict[str, str] = {}  # a queued job's last logged reason (its shape)
 
     def record_decisions(self) -> list[Decided]:
         """Keep from now on a log of the decisions this allocator makes (the list returned,
@@ -122,12 +122,12 @@ class _Admission:
     def _record(self, d: justice.Decision, log: list[Decided]) -> None:
         assert self.ctx is not None
         if d.action == "queue":
-            shape = (d.action, reason_shape(d.reason))
-            if self._logged.get(d.job_id) == shape:
+            shape = reason_shape(d.reason)
+            if self._waits.get(d.job_id) == shape:
                 return
-            self._logged[d.job_id] = shape
+            self._waits[d.job_id] = shape
         else:  # the job leaves the queue (admitted or dropped) or is killed
-            self._logged.pop(d.job_id, None)
+            self._waits.pop(d.job_id, None)
         log.append(Decided(self.ctx.now, d.job_id, d.action, d.cpus, d.reason))
 
     def _apply(self, d: justice.Decision) -> None:
