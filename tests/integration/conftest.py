@@ -38,6 +38,10 @@ JAVA_HOME_DEFAULT = "/usr/lib/jvm/java-17-openjdk-amd64"
 # A cold first start runs ./setup (Maven downloads); warm starts take ~10 s.
 READY_TIMEOUT_S = float(os.environ.get("YARN_SIDECAR_TEST_RM_START_TIMEOUT", "600"))
 STOP_TIMEOUT_S = 60.0
+# Container logs of a finished app are deleted after this (YARN keeps them 3 h). Until they are,
+# a NodeManager counts the app as live, and its stop waits about 7 s for such apps to end and
+# then 10 s for the pending deletions: 17 s per NodeManager whenever a test's cluster stops.
+LOG_RETENTION = ("-D", "yarn.nodemanager.log.retain-seconds=1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,15 @@ def started_cluster(workdir: Path, port: int, *options: str) -> Iterator[YarnClu
     with stdout.open("wb") as out, log.open("wb") as err:
         # Own process group: a hung JVM can be killed with everything it started.
         proc = subprocess.Popen(
-            [str(RUN_SCRIPT), "--port", str(port), "--workdir", str(workdir), *options],
+            [
+                str(RUN_SCRIPT),
+                "--port",
+                str(port),
+                "--workdir",
+                str(workdir),
+                *LOG_RETENTION,
+                *options,
+            ],
             stdout=out,
             stderr=err,
             start_new_session=True,

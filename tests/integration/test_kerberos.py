@@ -16,33 +16,19 @@ from app.yarn import workload
 from app.yarn.client import RMClient
 from app.yarn.security import RENEW_BEFORE_S, KerberosAuth
 from app.yarn.wire import SchedConfUpdate
-from tests.integration.conftest import RUN_SCRIPT, _free_port, _require_tools, _stop, _wait_ready
+from tests.integration.conftest import _free_port, started_cluster
 
 pytest.importorskip("gssapi")
 
 
 @pytest.fixture(scope="module")
 def kerberized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
-    import subprocess
-
-    _require_tools()
     workdir = tmp_path_factory.mktemp("yarn-krb")
     port = _free_port()
-    stdout, log = workdir / "run.stdout", workdir / "run.stderr"
-    with stdout.open("wb") as out, log.open("wb") as err:
-        proc = subprocess.Popen(
-            [str(RUN_SCRIPT), "--kerberos", "--port", str(port), "--workdir", str(workdir)],
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-    try:
-        _wait_ready(proc, stdout, log)
+    with started_cluster(workdir, port, "--kerberos"):
         details = json.loads((workdir / "cluster.json").read_text())
         # The SPNEGO principal is HTTP/localhost: address the RM by that name.
         yield f"http://localhost:{port}", details
-    finally:
-        _stop(proc)
 
 
 async def test_poll_push_and_submit_with_a_ticket(

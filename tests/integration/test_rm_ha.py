@@ -11,7 +11,6 @@ import json
 import random
 import re
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from app.domain.tags import job_tag
-from tests.integration.conftest import RUN_SCRIPT, _require_tools, _stop, _wait_ready
+from tests.integration.conftest import started_cluster
 from tests.integration.rm_proxy import Sidecar, same
 
 
@@ -56,22 +55,14 @@ def _ports_free(base: int) -> bool:
 
 @pytest.fixture(scope="module")
 def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HaCluster]:
-    _require_tools()
     base = next(p for p in (random.randrange(20000, 30000) for _ in range(50)) if _ports_free(p))
     workdir = tmp_path_factory.mktemp("yarn-ha")
-    stdout, log = workdir / "run.stdout", workdir / "run.stderr"
-    with stdout.open("wb") as out, log.open("wb") as err:
-        proc = subprocess.Popen(
-            [str(RUN_SCRIPT), "--ha", "--port", str(base), "--workdir", str(workdir)],
-            stdout=out, stderr=err, start_new_session=True,
-        )
-    try:
-        _wait_ready(proc, stdout, log)
+    with started_cluster(workdir, base, "--ha"):
         yield HaCluster(
-            (f"http://127.0.0.1:{base}", f"http://127.0.0.1:{base + 1}"), workdir, stdout
+            (f"http://127.0.0.1:{base}", f"http://127.0.0.1:{base + 1}"),
+            workdir,
+            workdir / "run.stdout",
         )
-    finally:
-        _stop(proc)
 
 
 def _ha_state(url: str) -> str | None:
