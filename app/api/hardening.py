@@ -1,11 +1,15 @@
 """Hardened input and one error shape for the HTTP API.
 
 * Every error is ``{"detail": "<field>: <message>"}`` (``ErrorOut``), validation errors included,
-  and never echoes the caller's input back.
+  at most ``MAX_DETAIL`` characters; a message may quote the value it is about (``no job
+  '<id>'``), always as JSON text.
 * Before a JSON body reaches a route it is read once, within ``max_request_bytes`` (413), and
   checked for what Python's ``json`` accepts but the API and the databases cannot keep: NaN and
-  Infinity, integers outside a signed 64-bit range, lone UTF-16 surrogates (422 naming the field),
-  invalid UTF-8 or nesting deeper than ``MAX_DEPTH`` (400 naming ``body``).
+  Infinity, integers outside a signed 64-bit range (however many digits), NUL characters and lone
+  UTF-16 surrogates (422 naming the field), invalid UTF-8 or nesting deeper than ``MAX_DEPTH``
+  (400 naming ``body``). The path and the query string are checked for NUL characters and
+  surrogates too (422 naming the parameter); a value the database still refuses is a 422, not a
+  500.
 * ``Host`` must be one of ``allowed_hosts`` (loopback names by default).
 * A database outage answers a JSON 503 with ``Retry-After`` and is logged once per
   ``DB_LOG_EVERY_S``, not as a traceback per request.
@@ -18,16 +22,18 @@ import logging
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.db.repo import unstorable
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,16 +61,18 @@ class _NonFinite:
         self.literal = literal
 
 
+class _LongInt:
+    """An integer literal too long for any signed 64-bit value (and for ``int()`` past 4,300
+    digits): refused by size, not parsed."""
+
+
+def _parse_int(literal: str) -> int | _LongInt:
+    # JSON has no leading zeros: every signed 64-bit literal has at most 19 digits and a sign
+    return int(literal) if len(literal) <= 20 else _LongInt()
+
+
 def _path(parts: tuple[str | int, ...]) -> str:
     return ".".join(str(p) for p in ("body", *parts))
-
-
-def _bad_string(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _walk(value: Any, parts: tuple[str | int, ...], depth: int) -> Iterator[BadInput]:
@@ -81,16 +89,18 @@ def _walk(value: Any, parts: tuple[str | int, ...], depth: int) -> Iterator[BadI
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             yield BadInput(422, _path(parts), "number out of range")
+    elif isinstance(value, _LongInt):
+        yield BadInput(422, _path(parts), "integer outside the signed 64-bit range")
     elif isinstance(value, str):
-        if _bad_string(value):
-            yield BadInput(422, _path(parts), "contains a lone UTF-16 surrogate")
+        if (why := unstorable(value)) is not None:
+            yield BadInput(422, _path(parts), why)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from _walk(item, (*parts, i), depth + 1)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if _bad_string(key):
-                yield BadInput(422, _path(parts), "a key contains a lone UTF-16 surrogate")
+            if (why := unstorable(key)) is not None:
+                yield BadInput(422, _path(parts), f"a key {why}")
                 return
             yield from _walk(item, (*parts, key), depth + 1)
 
@@ -104,7 +114,7 @@ def check_json_body(raw: bytes) -> None:
     except UnicodeDecodeError:
         raise BadInput(400, "body", "not valid UTF-8") from None
     try:
-        doc = json.loads(text, parse_constant=_NonFinite)
+        doc = json.loads(text, parse_constant=_NonFinite, parse_int=_parse_int)
     except RecursionError:
         raise BadInput(400, "body", f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError:
@@ -153,6 +163,9 @@ class GuardMiddleware:
         if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
             await error(413, f"body: larger than {self.max_bytes} bytes")(scope, receive, send)
             return
+        if (problem := _bad_location(scope)) is not None:
+            await error(422, problem)(scope, receive, send)
+            return
         if scope["method"] not in BODY_METHODS:
             await self.app(scope, receive, send)
             return
@@ -178,6 +191,20 @@ class GuardMiddleware:
             await error(exc.status, str(exc))(scope, receive, send)
             return
         await self.app(scope, _replay([raw], None, receive), send)
+
+
+def _bad_location(scope: Scope) -> str | None:
+    """What in the path or the query string no database can keep (``unstorable``): every
+    string parameter reaches a query or a row."""
+    if (why := unstorable(scope["path"])) is not None:
+        return f"path: {why}"
+    query = scope.get("query_string", b"").decode("latin-1")
+    for name, value in parse_qsl(query, keep_blank_values=True, errors="replace"):
+        if (why := unstorable(name)) is not None:
+            return f"query: a parameter name {why}"
+        if (why := unstorable(value)) is not None:
+            return f"query.{name}: {why}"
+    return None
 
 
 def _replay(bodies: list[bytes], first: Message | None, receive: Receive) -> Receive:
@@ -237,7 +264,14 @@ def install_hardening(api: FastAPI, settings: Settings) -> None:
             503, "database: unavailable, retry later", {"Retry-After": str(DB_RETRY_AFTER_S)}
         )
 
+    async def on_data(request: Request, exc: Exception) -> JSONResponse:
+        # The database refused a value the checks above let through: the caller's input, not
+        # an outage. Which value its message does not say in a form worth echoing.
+        log.warning("database refused a value: %s", type(exc.__cause__ or exc).__name__)
+        return error(422, "request: holds a value the database cannot store")
+
     api.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
+    api.add_exception_handler(DataError, on_data)
     api.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     for kind in (OperationalError, InterfaceError, PoolTimeout):
         api.add_exception_handler(kind, on_db)

@@ -78,6 +78,16 @@ class TemplateRun(_In):
     memory_mb: int | None = Field(None, ge=1, le=1_048_576, description="AM memory (MB).")
     vcores: int | None = Field(None, ge=1, le=1024, description="AM vcores.")
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _no_booleans(cls, value: Any) -> Any:
+        # Lax validation would read ``true`` as the integer 1 before the template could refuse it.
+        if isinstance(value, dict):
+            for name, given in value.items():
+                if isinstance(given, bool):
+                    raise ValueError(f"{name}: must be a number or a string, not {given!r}")
+        return value
+
 
 RunIn = Annotated[ApplicationRun | SleepRun | TemplateRun, Field(discriminator="kind")]
 

@@ -62,7 +62,9 @@ class WhatIfIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policy: str = Field(description="A simulator policy: fair, fawkes:TD, ltrf, justice, ...")
-    since: str | None = Field("7d", description="How far back: 7d, 12h, 30m; null for all.")
+    since: str | None = Field(
+        "7d", max_length=32, description="How far back: 7d, 12h, 30m; null for all."
+    )
     until: dt.datetime | None = Field(None, description="End of the period (default now).")
     capacity_vcores: int | None = Field(None, description="Default: the cluster's vcores.")
     params: dict[str, Any] = Field(default_factory=dict, description="Policy parameters.")

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -45,6 +46,9 @@ class Job(Base):
         Index("ix_jobs_state", "state"),
         Index("ix_jobs_submitted", "submitted_ms", "id"),
         Index("ix_jobs_queue_submitted", "queue", "submitted_ms"),
+        # An idempotency key is the submitter's own: another user's identical key is another
+        # request, and must neither replay nor reveal that user's job.
+        UniqueConstraint("idempotency_owner", "idempotency_key"),
     )
 
     # A random hex id, not a counter: the RM tag ``sidecar-job:<id>`` must never match an app of
@@ -63,7 +67,9 @@ class Job(Base):
     submitted_ms: Mapped[int] = mapped_column(BigInteger)
     run: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    idempotency_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    # ``owner`` as its key's scope, "" for none: unlike a NULL it makes a unique pair
+    idempotency_owner: Mapped[str] = mapped_column(String(100), default="", server_default="")
     request_hash: Mapped[str] = mapped_column(String(64))
     granted_cpus: Mapped[int | None] = mapped_column(Integer)
     admitted_ms: Mapped[int | None] = mapped_column(BigInteger)

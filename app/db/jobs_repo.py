@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from app.auth.principal import current_user
 from app.db.jobs_models import (
     AdmissionSetting,
     EstimatorObservation,
@@ -167,9 +168,9 @@ def get_job(session: Session, job_id: str) -> Job | None:
     return session.get(Job, job_id)
 
 
-def job_by_key(session: Session, key: str) -> Job | None:
-    """The job created with an idempotency key."""
-    return session.scalar(select(Job).where(Job.idempotency_key == key))
+def key_scope(owner: str | None) -> str:
+    """Whose idempotency keys a job's is among (``Job.idempotency_owner``): its owner's."""
+    return owner or ""
 
 
 _FIRST_DECISION = (
@@ -183,20 +184,26 @@ _JOBS_BY_KEYS = (
     select(Job, JobDecision)
     .outerjoin(JobDecision, JobDecision.id == _FIRST_DECISION)
     .where(Job.idempotency_key.in_(bindparam("keys", expanding=True)))
+    .where(Job.idempotency_owner.in_(bindparam("owners", expanding=True)))
 )
+
+ScopedKey = tuple[str, str]  # (``key_scope``, idempotency key)
 
 
 def jobs_by_keys(
-    session: Session, keys: Collection[str]
-) -> dict[str, tuple[Job, JobDecision | None]]:
+    session: Session, keys: Collection[ScopedKey]
+) -> dict[ScopedKey, tuple[Job, JobDecision | None]]:
     """The jobs created with any of ``keys``, each with its first decision (what a replay
     answers), in one query: a batch of submissions looks up all its keys at once."""
     if not keys:
         return {}
-    out: dict[str, tuple[Job, JobDecision | None]] = {}
-    for job, decision in session.execute(_JOBS_BY_KEYS, {"keys": sorted(keys)}):
+    out: dict[ScopedKey, tuple[Job, JobDecision | None]] = {}
+    params = {"keys": sorted({k for _, k in keys}), "owners": sorted({o for o, _ in keys})}
+    for job, decision in session.execute(_JOBS_BY_KEYS, params):
         assert job.idempotency_key is not None  # matched by it
-        out[job.idempotency_key] = (job, decision)
+        scoped = (job.idempotency_owner, job.idempotency_key)
+        if scoped in keys:  # not another owner's same key
+            out[scoped] = (job, decision)
     return out
 
 
@@ -851,6 +858,7 @@ def new_job_row(
         run=dict(run),
         tags=list(tags),
         idempotency_key=idempotency_key,
+        idempotency_owner=key_scope(owner if owner is not None else current_user()),
         request_hash=request_hash,
         timeout_set=False,
         reason="",

@@ -214,7 +214,8 @@ def decode_cursor(cursor: str, arity: int) -> list[Any]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: a cursor of thousands of nested arrays, which no server issues
         raise InvalidCursor("cursor is not one this server issued") from exc
     if not isinstance(values, list) or len(values) != arity:
         raise InvalidCursor("cursor is not one this server issued")
@@ -223,17 +224,21 @@ def decode_cursor(cursor: str, arity: int) -> list[Any]:
         # would overflow the database's integer or its text encoding.
         if isinstance(value, bool) or (isinstance(value, int) and not -(2**63) <= value < 2**63):
             raise InvalidCursor("cursor is not one this server issued")
-        if isinstance(value, str) and not _encodable(value):
+        if isinstance(value, str) and unstorable(value) is not None:
             raise InvalidCursor("cursor is not one this server issued")
     return values
 
 
-def _encodable(value: str) -> bool:
+def unstorable(value: str) -> str | None:
+    """Why neither database can keep ``value`` as text, or None: PostgreSQL refuses a NUL
+    character in any text, and neither encodes a lone UTF-16 surrogate."""
+    if "\x00" in value:
+        return "contains a NUL character"
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return "contains a lone UTF-16 surrogate"
+    return None
 
 
 def list_apps(

@@ -125,7 +125,7 @@ def requested_tasks(
         return tasks
     if input_bytes is None or input_bytes < 1 or block_size < 1:
         raise ValueError("input_bytes and block_size must be >= 1 when tasks are not given")
-    return max(math.ceil(input_bytes / block_size), 1)
+    return max(-(-input_bytes // block_size), 1)  # exact: a float quotient rounds past 2**53
 
 
 def mean_parallelism(vcore_seconds: float, elapsed_ms: int) -> int:

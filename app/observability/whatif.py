@@ -35,7 +35,8 @@ from app.sim.jobs import SimJob, Status
 from app.sim.runner import SimResult
 
 Progress = Callable[[int, int], None]
-_SINCE = re.compile(r"^(\d+)([smhdw])$")
+# Nine digits: 999,999,999 weeks is still a 64-bit count of milliseconds, as the database keeps it.
+_SINCE = re.compile(r"^(\d{1,9})([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 

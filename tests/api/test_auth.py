@@ -247,6 +247,36 @@ async def test_submitters_run_templates_as_themselves(db: Db) -> None:
         assert r.status_code == 200
 
 
+async def test_idempotency_keys_are_each_submitters_own(db: Db) -> None:
+    """The same key from two users is two requests: neither replays nor reveals the other's."""
+    async for s in _serve(db, job_templates=EXAMPLES):
+        run = {
+            "kind": "template",
+            "template": "spark-submit",
+            "parameters": {"main_class": "org.example.B"},
+        }
+        job = {"name": "n", "deadline": 600, "requested_tasks": 2, "run": run}
+        key = {"Idempotency-Key": "nightly-1"}
+        first = await s.anon.post("/jobs", json=job, headers={**s.as_("alice"), **key})
+        assert first.status_code == 202, first.text
+        theirs = await s.anon.post("/jobs", json=job, headers={**s.as_("bob"), **key})
+        assert theirs.status_code == 202, theirs.text
+        assert theirs.json()["id"] != first.json()["id"] and theirs.json()["owner"] != "alice"
+        again = await s.anon.post("/jobs", json=job, headers={**s.as_("alice"), **key})
+        assert (again.status_code, again.json()["id"]) == (200, first.json()["id"])
+        other = {**job, "requested_tasks": 3}
+        conflict = await s.anon.post("/jobs", json=other, headers={**s.as_("bob"), **key})
+        assert conflict.status_code == 409
+        assert conflict.json()["detail"].startswith("idempotency_key:")
+        assert first.json()["id"] not in conflict.text
+        # lax validation would have read true as the integer 1
+        flag = {**run, "parameters": {"main_class": "org.example.B", "executors": True}}
+        r = await s.anon.post("/jobs", json={**job, "run": flag}, headers=s.as_("alice"))
+        assert r.status_code == 422 and "executors: must be a number or a string" in r.text
+        mine = (await s.anon.get("/jobs", headers=s.as_("ops"))).json()["items"]
+        assert len(mine) == 2
+
+
 async def test_raw_commands_checked_against_allow_lists_or_disabled(db: Db) -> None:
     async for s in _serve(db):
         h = s.as_("ops")

@@ -201,3 +201,51 @@ async def test_database_down_is_a_json_503_logged_once(
     assert len(errors) == 1 and "Traceback" not in caplog.text
     assert "s3cret" not in caplog.text
     dead.dispose()
+
+
+async def test_nul_characters_are_refused_wherever_they_come_from(api: API) -> None:
+    """PostgreSQL keeps no NUL in text: a NUL anywhere is the caller's 422 on both databases,
+    not a 500 on one and a stored job on the other."""
+    client, _ = api
+    _refused(
+        await _post(client, "/jobs", raw_job(name='"a\\u0000b"')), 422, "body.name: contains a NUL"
+    )
+    key = raw_job(idempotency_key='"k\\u0000"')
+    _refused(await _post(client, "/jobs", key), 422, "body.idempotency_key: contains a NUL")
+    weights = '{"weights": {"root.a\\u0000": 1}}'
+    _refused(await _post(client, "/policy", weights, "PUT"), 422, "body.weights: a key contains")
+    for path, params in (
+        ("/jobs", {"queue": "a\x00"}),
+        ("/apps", {"user": "\x00"}),
+        ("/decisions", {"policy": "x\x00y"}),
+        ("/job-etas", {"job_id": "\x00"}),
+    ):
+        name = next(iter(params))
+        _refused(await client.get(path, params=params), 422, f"query.{name}: contains a NUL")
+    _refused(await client.get("/jobs/a%00b"), 422, "path: contains a NUL")
+    _refused(await client.delete("/apps/a%00b"), 422, "path: contains a NUL")
+    # a cursor whose values hold a NUL was not issued here either
+    nul = base64.urlsafe_b64encode(json.dumps([1, "a\x00"]).encode()).decode()
+    _refused(await client.get("/jobs", params={"cursor": nul}), 400, "cursor:")
+    assert (await client.get("/jobs")).json()["items"] == []
+
+
+async def test_out_of_range_numbers_however_written(api: API) -> None:
+    client, _ = api
+    # past Python's 4,300-digit limit for int(): still "outside the 64-bit range", not unparsable
+    long = raw_job(requested_tasks="null", input_bytes="9" * 5000)
+    _refused(await _post(client, "/jobs", long), 422, "body.input_bytes: integer outside")
+    r = await client.get("/pushes", params={"before": str(2**63)})
+    _refused(r, 422, "query.before")
+    assert (await client.get("/pushes", params={"before": str(2**63 - 1)})).status_code == 200
+    # a duration's milliseconds must fit the database's 64-bit integers
+    for since, field in (("9" * 5000 + "d", "body.since"), ("9" * 10 + "w", "since: expected")):
+        r = await client.post("/whatif", json={"policy": "ltrf", "since": since})
+        _refused(r, 422, field)
+    assert (
+        await client.post("/whatif", json={"policy": "ltrf", "since": "9" * 9 + "w"})
+    ).status_code == 202
+    # a cursor of nested arrays deep enough to exhaust the JSON decoder's recursion
+    deep = base64.urlsafe_b64encode(b"[" * 5000).decode().rstrip("=")
+    for path in ("/apps", "/jobs", "/decisions"):
+        _refused(await client.get(path, params={"cursor": deep}), 400, "cursor:")

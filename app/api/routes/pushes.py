@@ -58,7 +58,9 @@ def _out(row: ConfigPush) -> PushOut:
 def list_pushes(
     session: SessionDep,
     status: Annotated[str | None, Query(description="Only pushes with this status.")] = None,
-    before: Annotated[int | None, Query(ge=1, description="Only pushes older than this.")] = None,
+    before: Annotated[
+        int | None, Query(ge=1, le=2**63 - 1, description="Only pushes older than this.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> PushPage:
     """Scheduler-configuration pushes, newest first."""

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.auth.principal import current_label, current_user
@@ -133,8 +133,9 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         """Concurrent submissions in one transaction and one round (under ``_db_lock``)."""
         try:
             return self._create_many(items)
-        except IntegrityError:
-            # Another process stored one of these idempotency keys first: one at a time.
+        except (IntegrityError, DataError):
+            # Another process stored one of these idempotency keys first, or the database
+            # refused one job's value: one at a time, so only that job fails.
             out: list[Submitted | BaseException] = []
             for new, now_ms in items:
                 try:
@@ -165,14 +166,14 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         out: list[Submitted | BaseException | None] = [None] * len(items)
         result: RoundResult | None = None
         with transaction(self.sessions) as session:
-            keys = {new.idempotency_key for new, _ in items if new.idempotency_key is not None}
+            keys = {key for new, _ in items if (key := _scoped_key(new)) is not None}
             stored = jobs_repo.jobs_by_keys(session, keys)
             created: list[tuple[int, Job]] = []
             # A key already used in this batch replays the job the batch creates for it.
             replays: list[tuple[int, Job, NewJob]] = []
-            by_key: dict[str, Job] = {}
+            by_key: dict[jobs_repo.ScopedKey, Job] = {}
             for i, (new, now_ms) in enumerate(items):
-                key = new.idempotency_key
+                key = _scoped_key(new)
                 if key is not None and key in stored:
                     job, first = stored[key]
                     out[i] = _replayed(job, first, new)
@@ -216,12 +217,13 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             self.eta_plans.remember(result.plan)
 
     def _replay(self, new: NewJob) -> Submitted | None:
-        assert new.idempotency_key is not None
+        key = _scoped_key(new)
+        assert key is not None
         with transaction(self.sessions) as session:
-            found = jobs_repo.jobs_by_keys(session, [new.idempotency_key])
+            found = jobs_repo.jobs_by_keys(session, [key])
             if not found:
                 return None
-            job, first = found[new.idempotency_key]
+            job, first = found[key]
             replay = _replayed(job, first, new)
             if isinstance(replay, JobRejected):
                 raise replay
@@ -413,6 +415,13 @@ def job_row(new: NewJob, now_ms: int) -> Job:
         now_ms=now_ms,
         owner=new.owner,
     )
+
+
+def _scoped_key(new: NewJob) -> jobs_repo.ScopedKey | None:
+    """``new``'s idempotency key among its owner's (``jobs_repo.key_scope``), if it has one."""
+    if new.idempotency_key is None:
+        return None
+    return (jobs_repo.key_scope(new.owner), new.idempotency_key)
 
 
 def _replayed(job: Job, first: JobDecision | None, new: NewJob) -> Submitted | JobRejected:

@@ -47,6 +47,9 @@ def test_requested_tasks_from_input_size_rounds_up() -> None:
     assert requested_tasks(None, 1024 * MIB, 128 * MIB) == 8
     assert requested_tasks(None, 128 * MIB + 1, 128 * MIB) == 2
     assert requested_tasks(None, 1, 128 * MIB) == 1
+    # exact past 2**53, where a float quotient rounds 1 + 2**-53 down to 1
+    assert requested_tasks(None, 2**53 + 1, 2**53) == 2
+    assert requested_tasks(None, 2**63 - 1, 1) == 2**63 - 1
     assert requested_tasks(7, None) == 7
     with pytest.raises(ValueError):
         requested_tasks(None, None)

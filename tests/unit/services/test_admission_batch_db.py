@@ -7,10 +7,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from sqlalchemy import event, func, select
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session
 
 from app.db.jobs_models import Job, JobDecision
@@ -284,3 +286,18 @@ def test_each_submitter_owns_its_job_and_signs_its_decision_in_a_shared_batch(
                 ).first()
                 assert job.owner == p.user
                 assert first is not None and first.principal == p.label
+
+
+def test_a_value_the_database_refuses_fails_its_own_job_only(env: Env) -> None:
+    """The API refuses what PostgreSQL cannot store; should one get through, the batch it
+    shares with other callers' jobs still stores theirs."""
+    if env.db.engine.name != "postgresql":
+        pytest.skip("SQLite keeps NUL characters in text")
+    service = env.service()
+    good = [new_job(2, 600, T0, key=f"g{i}") for i in range(3)]
+    bad = replace(new_job(2, 600, T0, key="bad"), name="a\x00b")
+    outcomes = batch(service, [good[0], bad, good[1], good[2]], T0)
+    assert isinstance(outcomes[1], DataError)
+    ids = {created(o).job.id for i, o in enumerate(outcomes) if i != 1}
+    with env.db.sessions() as s:
+        assert set(s.scalars(select(Job.id))) == ids and len(ids) == 3
