@@ -28,10 +28,9 @@ from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.db import repo
+from app.db import poll_writes, repo
 from app.db.migrate import upgrade
 from app.db.models import ClusterSample, NodeSample, PollRecord, QueueSample
-from app.db.poll_writes import add_cluster_sample
 from app.db.retention import HOUR_MS, Windows, prune_step
 from app.db.session import make_engine, make_session_factory, transaction
 from app.domain.model import NodeState, QueueState, Resources
@@ -106,8 +105,9 @@ def measure(url: str, nodes: int, queues: int, changing: float) -> dict[str, flo
         previous = {n.node_id: n for n in ns}
         with transaction(sessions) as s:
             repo.add_queue_samples(s, repo.upsert_queues(s, cid, qs, now), qs, now)
-            add_cluster_sample(s, cid, ns, now)
-            repo.add_node_samples(s, cid, changed, now)
+            # as the poller writes them: every node's totals, the changed nodes' rows
+            poll_writes.add_cluster_sample(s, cid, poll_writes.node_totals(ns), now)
+            poll_writes.add_node_rows(s, cid, changed, now)
             poll = PollRecord(cluster_id=cid, started_ms=now, duration_ms=100, ok=True)
             repo.record_poll(s, poll)
     wrote_s = time.monotonic() - started
