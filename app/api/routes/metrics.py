@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -14,7 +15,19 @@ from app.api.deps import StateDep
 router = APIRouter(tags=["metrics"])
 
 
-@router.get("/metrics", response_class=Response)
+# What the exposition is, for clients generated from the OpenAPI document
+_EXPOSITION: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The Prometheus text format, or OpenMetrics when the scraper asks for it.",
+        "content": {
+            "text/plain": {"schema": {"type": "string"}},
+            "application/openmetrics-text": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+@router.get("/metrics", response_class=Response, responses=_EXPOSITION)
 async def metrics(request: Request, state: StateDep) -> Response:
     """Prometheus metrics: queue capacities and policy numbers, admissions, jobs, deadlines, the
     estimator, pushes, drift, RM latency and errors, polls, leader status (README "Metrics")."""
