@@ -22,8 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 NAME = r"^[a-z][a-z0-9-]{0,62}$"
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-# Characters a string parameter may ever contain, whatever its pattern says.
-SAFE = re.compile(r"^[A-Za-z0-9._:/=,@+-]*$")
+# Characters a string parameter may ever contain, whatever its pattern says; matched whole
+# (``fullmatch``: ``$`` would also match before a trailing newline).
+SAFE = re.compile(r"[A-Za-z0-9._:/=,@+-]*")
 
 
 class TemplateError(ValueError):
@@ -158,7 +159,7 @@ def _value(name: str, spec: Any, given: Any) -> str:
     if (
         len(given) > spec.max_length
         or not re.fullmatch(spec.pattern, given)
-        or not SAFE.match(given)
+        or not SAFE.fullmatch(given)
     ):
         raise TemplateError(f"{field}: must match {spec.pattern} (letters, digits, ._:/=,@+-)")
     return given

@@ -14,7 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from app.domain.tags import DEFAULT_BLOCK_SIZE, MAX_USER_TAGS, TAG_PATTERN, is_reserved
+from app.domain.tags import (
+    APP_NAME_PATTERN,
+    DEFAULT_BLOCK_SIZE,
+    MAX_USER_TAGS,
+    TAG_PATTERN,
+    is_reserved,
+)
 
 MAX_DEADLINE_S = 366 * 24 * 3600.0
 MIN_DEADLINE_S = 1.0
@@ -152,15 +158,28 @@ class JobIn(_In):
             return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
         raise ValueError("must be a number of seconds or an ISO 8601 time")
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        # YARN's launch script carries the name unescaped (``app.domain.tags``)
+        if not APP_NAME_PATTERN.fullmatch(value):
+            raise ValueError(
+                "a letter or digit, then letters, digits, spaces and . : / = @ + - _ only"
+            )
+        return value
+
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
         for tag in value:
-            if not TAG_PATTERN.match(tag):
-                raise ValueError(f"{tag!r}: 1 to 100 printable ASCII characters, no comma")
+            if not TAG_PATTERN.fullmatch(tag):
+                raise ValueError(
+                    f"{tag!r}: 1 to 100 of the ASCII letters, digits and . : / = @ + - _"
+                )
             if is_reserved(tag):
                 raise ValueError(
-                    f"{tag!r}: sidecar-job:, deadline: and tasks: are set by the sidecar"
+                    f"{tag!r}: sidecar-job:, deadline:, tasks: and timeline_flow_ tags are "
+                    "set by the sidecar or by YARN"
                 )
         return value
 

@@ -20,14 +20,25 @@ from dataclasses import dataclass
 JOB_TAG = "sidecar-job:"
 DEADLINE_TAG = "deadline:"
 TASKS_TAG = "tasks:"
-RESERVED_PREFIXES = (JOB_TAG, DEADLINE_TAG, TASKS_TAG)
+# With Timeline Service v2 the RM reads the flow's name, version and run id from tags with these
+# prefixes (any case) and exports them into the ApplicationMaster's environment; the run id is
+# parsed as a number. A caller's tag must not set them.
+TIMELINE_FLOW_TAG = "timeline_flow_"
+RESERVED_PREFIXES = (JOB_TAG, DEADLINE_TAG, TASKS_TAG, TIMELINE_FLOW_TAG)
 DEFAULT_BLOCK_SIZE = 128 * 1024 * 1024
 
 # ApplicationSubmissionContext refuses more than 10 tags (YarnConfiguration.APPLICATION_MAX_TAGS)
 # and tags longer than 100 ASCII characters; the sidecar adds two of its own. The RM lists tags
-# comma-joined, so a comma inside a tag could never be read back.
+# comma-joined, so a comma inside a tag could never be read back. Beyond that, only characters
+# that mean nothing to a shell: the NodeManager writes what the RM exports from tags and the
+# application name into the AM's launch script as ``export K="value"``, unescaped, so a quote,
+# ``$``, a backtick or a backslash there would run as a command. Matched whole (``fullmatch``):
+# ``$`` in a pattern also matches before a trailing newline.
 MAX_USER_TAGS = 8
-TAG_PATTERN = re.compile(r"^[\x21-\x2b\x2d-\x7e]{1,100}$")
+TAG_PATTERN = re.compile(r"[A-Za-z0-9._:/=@+-]{1,100}")
+# The application name, for the same reason: letters and digits of any script, and ASCII
+# punctuation that is inert inside double quotes.
+APP_NAME_PATTERN = re.compile(r"\w[\w .:/=@+-]{0,199}")
 _EPOCH = re.compile(r"^\d{1,12}(\.\d+)?$")
 _COUNT = re.compile(r"^\d{1,9}$")
 

@@ -94,6 +94,14 @@ async def test_absolute_deadline_input_bytes_and_queueing(api: API) -> None:
     assert queued["decision"]["reason"] == "request of 4 CPUs does not fit in 0 free"
 
 
+async def test_names_and_tags_of_any_script_that_no_shell_reads_are_kept(api: API) -> None:
+    client, _ = api
+    name, tags = "Nächtlicher Lauf 2026-12-01 v1.2 (west)"[:-7], ["team:etl", "run=7", "a.b/c@d+e"]
+    r = await client.post("/jobs", json=body(name=name, tags=tags))
+    assert r.status_code == 202, r.text
+    assert (r.json()["name"], r.json()["tags"][-3:]) == (name, tags)
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -109,6 +117,15 @@ async def test_absolute_deadline_input_bytes_and_queueing(api: API) -> None:
         ({"requested_tasks": None}, "requested_tasks"),
         ({"tags": ["deadline:5"]}, "tags"),
         ({"tags": ["a,b"]}, "tags"),
+        # what YARN would carry unescaped into the ApplicationMaster's launch script
+        ({"name": 'nightly"; touch /tmp/x; echo "'}, "body.name"),
+        ({"name": "n$(id)"}, "body.name"),
+        ({"name": "n`id`"}, "body.name"),
+        ({"name": "n\nm"}, "body.name"),
+        ({"tags": ["$(id)"]}, "body.tags"),
+        ({"tags": ["abc\n"]}, "body.tags"),
+        ({"tags": ["timeline_flow_name_tag:x"]}, "body.tags"),
+        ({"tags": ["TIMELINE_FLOW_RUN_ID_TAG:1"]}, "body.tags"),
         ({"name": ""}, "name"),
         ({"colour": "red"}, "colour"),
         ({"run": {"kind": "sleep", "seconds": 0}}, "seconds"),

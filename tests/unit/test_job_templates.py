@@ -82,8 +82,23 @@ def test_values_are_shell_quoted_even_when_the_pattern_allows_more(tmp_path: Pat
     t = load_templates(f)["echo"]
     with pytest.raises(TemplateError, match=r"run\.parameters\.word"):
         render("echo", t, {"word": "a b"}, queue="q", memory_mb=None, vcores=None)
+    # ``.*$`` matches "abc\n" (``$`` matches before a trailing newline): the safe characters are
+    # matched whole, so the newline is still refused
+    with pytest.raises(TemplateError, match=r"run\.parameters\.word"):
+        render("echo", t, {"word": "abc\n"}, queue="q", memory_mb=None, vcores=None)
     run = render("echo", t, {"word": "a=b,c"}, queue="q", memory_mb=None, vcores=None)
     assert shlex.split(run["command"]) == ["echo", "a=b,c"]
+
+
+def test_the_example_input_path_stays_under_its_directory() -> None:
+    t = load_templates(EXAMPLES)["mapreduce-example"]
+    kw: dict[str, object] = {"queue": "root.deadline", "memory_mb": None, "vcores": None}
+    params = {"input": "hdfs:///data/../user/alice", "output": "hdfs:///tmp/out/x"}
+    with pytest.raises(TemplateError, match=r"run\.parameters\.input: must match"):
+        render("mapreduce-example", t, params, **kw)  # type: ignore[arg-type]
+    params["input"] = "hdfs:///data/logs/2026-12-01.txt"
+    run = render("mapreduce-example", t, params, **kw)  # type: ignore[arg-type]
+    assert "hdfs:///data/logs/2026-12-01.txt hdfs:///tmp/out/x" in run["command"]
 
 
 def test_a_bad_file_names_file_and_field(tmp_path: Path) -> None:
