@@ -469,18 +469,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", type=Path, nargs="+", help="print saved --out files as Markdown")
     p.add_argument("--plot", type=Path, help="with --markdown: also draw SDR against WTR (PNG)")
     a = p.parse_args(argv)
+
+    def saved_run(path: Path, option: str) -> list[dict[str, Any]]:
+        try:
+            cells = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:  # ValueError: not UTF-8 or not JSON
+            p.error(f"{option} {path}: not a saved run ({exc})")
+        if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
+            p.error(f"{option} {path}: not a saved run (a JSON list of cells)")
+        return cells
+
     if a.markdown:
-        saved = [c for path in a.markdown for c in json.loads(path.read_text("utf-8"))]
+        saved = [c for path in a.markdown for c in saved_run(path, "--markdown")]
         print(markdown(saved))
         if a.plot is not None:
             scatter(saved, a.plot)
         return 0
     if a.compare:
-        before, after = (json.loads(path.read_text("utf-8")) for path in a.compare)
+        before, after = (saved_run(path, "--compare") for path in a.compare)
         print(compare(before, after))
         return 0
+    _check_options(p, a)
     if a.explain or a.rerun:
-        saved = json.loads((a.explain or a.rerun).read_text("utf-8"))
+        saved = saved_run(a.explain or a.rerun, "--explain" if a.explain else "--rerun")
         names = {c["workload"] for c in saved}
         loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
         if names - set(loads):
@@ -494,16 +505,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.skip_jobs < 0 or (a.skip_jobs and a.selection):
         p.error("--skip-jobs: a count >= 0 of the traces' jobs, without --selection")
     if a.selection:
-        seeds = [int(x) for x in a.seeds.split(",")]
-        runs = selection(a.limit_jobs, seeds, a.deadline_basis)
+        runs = selection(a.limit_jobs, a.seeds, a.deadline_basis)
         if a.workload:
             runs = [r for r in runs if r[0].rsplit("-s", 1)[0] in a.workload]
     else:
         loads = workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
         runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
+    try:  # every cell's capacity, before the first is run
+        todo = list(grid(runs, a.capacity, a.deadline, a.model))
+    except ValueError as exc:
+        p.error(f"--capacity: {exc}")
     cells: list[dict[str, Any]] = []
     print(_HEADER)
-    for cell, jobs, seed in grid(runs, a.capacity, a.deadline, a.model):
+    for cell, jobs, seed in todo:
         wname, cap, kind, model = cell["workload"], cell["vcores"], cell["deadlines"], cell["model"]
         res = run_cell(jobs, cap, kind, model, seed, a.deadline_basis)
         margin, ok = _scored(res)
@@ -513,6 +527,35 @@ def main(argv: list[str] | None = None) -> int:
         )
     _save(cells, a.out)
     return 0
+
+
+TRACE_WORKLOADS = ("google", "swim-queues", "swim-concat", "recurring")
+SELECTION_WORKLOADS = ("synthetic", "recurring")
+MODELS = ("fluid", "tasks")
+
+
+def _check_options(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Refuse, before anything runs, what would run nothing or fail after the table began: an
+    empty workload, a workload, deadline type or model with no such name, seeds that are not
+    numbers, traces that are not there. ``--seeds`` becomes a list of ints."""
+    if a.limit_jobs < 1:
+        p.error(f"--limit-jobs: at least 1 job, got {a.limit_jobs}")
+    known = SELECTION_WORKLOADS if a.selection else TRACE_WORKLOADS
+    for option, given, names in (
+        ("--workload", a.workload, known),
+        ("--deadline", a.deadline, tuple(deadlines.DEADLINE_TYPES)),
+        ("--model", a.model, MODELS),
+    ):
+        for name in given or ():
+            if name not in names:
+                p.error(f"{option} {name!r}: use one of {', '.join(names)}")
+    try:
+        a.seeds = [int(x) for x in a.seeds.split(",")]
+    except ValueError:
+        p.error(f"--seeds {a.seeds!r}: comma-separated integers, e.g. 1,2,3")
+    # a saved run's cells may all be the selection's, which need no traces
+    if not (a.selection or a.explain or a.rerun) and not (a.traces / "google2011").is_dir():
+        p.error(f"--traces {a.traces}: no google2011/ and swim/ traces there")
 
 
 def grid(

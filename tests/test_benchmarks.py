@@ -82,3 +82,39 @@ def test_benchmark_runs_at_its_smallest_size(name: str, tmp_path: Path) -> None:
     assert expected in proc.stdout, proc.stdout[-2000:]
     # bench_scale reports a cell whose process died as a row, and goes on
     assert "crashed" not in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--limit-jobs", "0"], "--limit-jobs: at least 1 job"),
+        (["--workload", "bogus"], "--workload 'bogus': use one of google"),
+        (["--selection", "--workload", "google"], "--workload 'google': use one of synthetic"),
+        (["--deadline", "Fixed3x"], "--deadline 'Fixed3x': use one of"),
+        (["--model", "fluids"], "--model 'fluids': use one of fluid, tasks"),
+        (["--selection", "--seeds", "1,x"], "--seeds '1,x': comma-separated integers"),
+        (["--traces", "/nonexistent"], "--traces /nonexistent: no google2011/"),
+        (["--markdown", "missing.json"], "--markdown missing.json: not a saved run"),
+        (["--compare", "empty.json", "empty.json"], "--compare empty.json: not a saved run"),
+        ([*_TRACE_CELL[:8], "--capacity", "lots"], "--capacity:"),
+    ],
+)
+def test_eval_deadlines_refuses_what_would_run_nothing_or_fail_midway(
+    args: list[str],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One line naming the option, before any cell runs: an empty or misnamed workload used to
+    print "goal holds in 1 cell" of nothing, a misnamed deadline a traceback after the header."""
+    from tests.sim.scripts import load
+
+    (tmp_path / "empty.json").write_text("")
+    ev = load("eval_deadlines")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        ev.main(["--traces", str(TRACES), *args])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert message in err and "Traceback" not in err and out == ""
