@@ -1,6 +1,8 @@
 """``yarn-sidecar``: serve | db upgrade | poll-once | policy run | simulate | export-openapi.
 
 Errors go to stderr with a non-zero exit code and name what is wrong (a setting, a file and line).
+A failure the operator can act on (a database that cannot be reached or migrated, a port in use, a
+file that cannot be written) is one line, never a traceback, and never shows a password.
 """
 
 from __future__ import annotations
@@ -9,8 +11,11 @@ import argparse
 import asyncio
 import gc
 import json
+import logging
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import yaml
@@ -20,10 +25,60 @@ from app.observability.whatif_cli import extend as extend_simulate
 from app.observability.whatif_cli import extend_phases
 from app.operator_cli import configure as configure_operator
 from app.operator_cli import configure_preview
+from app.redact import redact_text
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
 from app.sim.cli import subcommand
 from app.tokens_cli import configure as configure_tokens
+
+log = logging.getLogger(__name__)
+
+
+class CommandFailed(Exception):
+    """A command that could not be done; the message is the whole error line (exit 1)."""
+
+
+@contextmanager
+def database_errors(url: str, revision: str = "head") -> Iterator[None]:
+    """Turn what migrating or opening the database at ``url`` can raise into ``CommandFailed``
+    naming the database, its password masked."""
+    from alembic.util import CommandError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    where = _redact(url)
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        # the URL passed the settings' scheme check but not SQLAlchemy's parser (a bad port)
+        raise CommandFailed(f"database {where}: invalid URL: {_one_line(str(exc), url)}") from None
+    try:
+        yield
+    except CommandError as exc:
+        raise CommandFailed(f"database {where}: cannot migrate to {revision}: {exc}") from None
+    except DBAPIError as exc:
+        reason = _one_line(str(exc.orig), url)
+        raise CommandFailed(f"database {where}: {reason}") from None
+    except FileExistsError as exc:
+        # the SQLite file's directory is created on first use; a file is in its way
+        raise CommandFailed(
+            f"database {where}: {exc.filename} exists and is not a directory"
+        ) from None
+    except OSError as exc:
+        raise CommandFailed(f"database {where}: {exc.filename}: {exc.strerror}") from None
+
+
+def _one_line(message: str, url: str) -> str:
+    """A driver's message on one line, the URL's password masked even where it is quoted bare."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    text = redact_text(" ".join(part.strip() for part in message.splitlines() if part.strip()))
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        password = None  # redact_text has masked what looks like one
+    return text.replace(str(password), "***") if password else text
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -37,16 +92,70 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Migrate the database, then serve the API and run the loops until interrupted."""
-    import uvicorn
-
     from app.db.migrate import upgrade
     from app.logs import configure_logging
-    from app.main import create_app
 
     settings = _settings(args)
+    settings.check_api_tls()
     configure_logging(settings.log_format, settings.log_level)
-    if not args.no_migrate:
-        upgrade(settings.effective_database_url)
+    # Bound before the app starts: a port in use then stops the command before any loop runs
+    # (bound by uvicorn, after the lifespan had started them, it left a leader tick cancelled
+    # mid-flight, logged as a traceback, and a "leads" line after the shutdown).
+    sockets = _bind(settings.api_host, settings.api_port)
+    try:
+        if not args.no_migrate:
+            with database_errors(settings.effective_database_url):
+                upgrade(settings.effective_database_url)
+        return _serve(settings, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for ``host``:``port`` bound as asyncio's ``create_server`` (uvicorn's)
+    binds them: every address the host resolves to, IPv6 ones IPv6-only, addresses reusable."""
+    try:
+        infos = set(
+            socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        )
+    except OSError as exc:
+        raise CommandFailed(
+            f"cannot listen on {host}:{port} (YARN_SIDECAR_API_HOST): {exc.strerror or exc}"
+        ) from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in sorted(infos, key=repr):
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:
+                continue  # a family this host does not support, as asyncio skips it
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                reason = (exc.strerror or str(exc)).lower()
+                raise CommandFailed(
+                    f"cannot listen on {host}:{port} (YARN_SIDECAR_API_HOST and API_PORT, or "
+                    f"--host and --port): {reason}"
+                ) from None
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise CommandFailed(f"cannot listen on {host}:{port}: no usable address")
+    return sockets
+
+
+def _serve(settings: Settings, sockets: list[socket.socket]) -> int:
+    import uvicorn
+
+    from app.main import create_app
+
     tls = {}
     if settings.api_tls_certfile is not None and settings.api_tls_keyfile is not None:
         # HTTPS for the sidecar's own API; uvicorn serves TLS itself.
@@ -60,7 +169,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # ~100 ms, stalling every request, and an admission round over 10,000 waiting jobs
     # allocates enough to set one off; frozen, such a collection takes a few milliseconds.
     gc.freeze()
-    uvicorn.run(
+    config = uvicorn.Config(
         api,
         host=settings.api_host,
         port=settings.api_port,
@@ -69,7 +178,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         timeout_keep_alive=settings.api_keep_alive_s,
         **tls,  # type: ignore[arg-type]
     )
-    return 0
+    server = uvicorn.Server(config)
+    scheme = "https" if tls else "http"
+    for sock in sockets:
+        host, port = sock.getsockname()[:2]
+        host = f"[{host}]" if ":" in host else host
+        log.info("serving on %s://%s:%d (Press CTRL+C to quit)", scheme, host, port)
+    with suppress(KeyboardInterrupt):
+        server.run(sockets=sockets)
+    # uvicorn.run's exit code when the app did not start (its lifespan failed)
+    return 0 if server.started else 3
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -77,15 +195,20 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from app.db.migrate import upgrade
 
     settings = _settings(args)
-    upgrade(settings.effective_database_url, args.revision)
+    with database_errors(settings.effective_database_url, args.revision):
+        upgrade(settings.effective_database_url, args.revision)
     print(f"database at {args.revision}: {_redact(settings.effective_database_url)}")
     return 0
 
 
 def _redact(url: str) -> str:
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    return make_url(url).render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return redact_text(url)
 
 
 def cmd_poll_once(args: argparse.Namespace) -> int:
@@ -98,7 +221,8 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
     from app.yarn.security import rm_client_options
 
     settings = _settings(args)
-    upgrade(settings.effective_database_url)
+    with database_errors(settings.effective_database_url):
+        upgrade(settings.effective_database_url)
     engine = make_engine(settings.effective_database_url)
 
     async def once() -> int:
@@ -140,8 +264,11 @@ def cmd_export_openapi(args: argparse.Namespace) -> int:
     text = openapi_yaml(schema_app().openapi())
     if args.output in (None, "-"):
         sys.stdout.write(text)
-    else:
+        return 0
+    try:
         Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CommandFailed(f"--output: cannot write {args.output}: {exc.strerror}") from None
     return 0
 
 
@@ -238,6 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except CommandFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -6,6 +6,11 @@ They only read and write through the public API, so they work against a sidecar 
 listens on with the same environment (``YARN_SIDECAR_API_HOST``, ``YARN_SIDECAR_API_PORT`` and
 https when ``YARN_SIDECAR_API_TLS_CERTFILE`` is set), so an operator on the sidecar's host needs no
 flag. Output is a short table, or the API's JSON with ``--json``.
+
+What the operator typed never reaches the sidecar unchecked: ids are percent-encoded into one path
+segment, JSON refuses NaN and Infinity (the API's JSON cannot carry them), and a token is
+stripped of surrounding whitespace and refused with a control or non-ASCII character inside. No
+error message shows a token or the password of a URL.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
+
+from app.redact import redact_text
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
@@ -54,25 +62,104 @@ def _client(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, timeout=30.0)
 
 
+def _segment(value: str) -> str:
+    """``value`` as one path segment: ``/``, ``?`` and ``#`` escaped, and ``.`` or ``..`` too,
+    which httpx would otherwise resolve against the path before it (``jobs/..`` is ``/``)."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` refusing NaN, Infinity and numbers too large for a float (``1e999``): the
+    request body could not be encoded (httpx sends strict JSON) and the API refuses them."""
+
+    def refuse(token: str) -> Any:
+        raise ValueError(f"{token} is not a JSON number")
+
+    def finite(token: str) -> float:
+        number = float(token)
+        if number in (float("inf"), float("-inf")):
+            raise ValueError(f"{token} is too large for a JSON number")
+        return number
+
+    return json.loads(text, parse_constant=refuse, parse_float=finite)
+
+
+def _params(text: str) -> Any:
+    try:
+        return _loads(text)
+    except json.JSONDecodeError as exc:
+        raise OperatorError(f"--params: invalid JSON: {exc.msg}", usage=True) from exc
+    except ValueError as exc:
+        raise OperatorError(f"--params: invalid JSON: {exc}", usage=True) from exc
+
+
+def clean_token(token: str | None) -> str | None:
+    """The token without surrounding whitespace (a file read with ``$(cat tok)`` on Windows line
+    ends keeps its ``\\r``); ``OperatorError`` for a control or non-ASCII character inside,
+    which an HTTP header cannot carry. The message never shows the token."""
+    if token is None:
+        return None
+    token = token.strip()
+    if not all(ch.isascii() and ch.isprintable() for ch in token):
+        raise OperatorError(
+            "--token: the token (or YARN_SIDECAR_TOKEN) contains a control or non-ASCII "
+            "character; copy it again from 'yarn-sidecar tokens create'",
+            usage=True,
+        )
+    return token or None
+
+
+def _check_url(url: str) -> None:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise OperatorError(f"--url: {redact_text(url)}: {exc}", usage=True) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise OperatorError(
+            f"--url: {redact_text(url)} is not an http(s) URL such as {DEFAULT_URL}", usage=True
+        )
+
+
 def _call(
     client: httpx.Client, method: str, path: str, *, flags: bool = False, **kwargs: Any
 ) -> Any:
+    where = redact_text(str(client.base_url))
     try:
         resp = client.request(method, path, **kwargs)
+    except httpx.LocalProtocolError:
+        # Its text quotes the offending request line or header, which can be the token.
+        raise OperatorError(
+            f"cannot send {method} {path} to {where}: the request is not valid HTTP"
+        ) from None
     except httpx.TransportError as exc:
-        raise OperatorError(f"cannot reach the sidecar at {client.base_url}: {exc}") from exc
+        detail = redact_text(str(exc))
+        raise OperatorError(f"cannot reach the sidecar at {where}: {detail}") from exc
     if resp.status_code >= 400:
         try:
-            detail = resp.json().get("detail", resp.text)
+            answer = resp.json()
         except ValueError:
-            detail = resp.text
-        if not isinstance(detail, str):
-            detail = json.dumps(detail)
+            answer = None
+        if isinstance(answer, dict) and "detail" in answer:
+            detail = answer["detail"]
+            if not isinstance(detail, str):
+                detail = json.dumps(detail)
+        else:
+            # The sidecar's errors are JSON with a detail: this is another server or a proxy,
+            # whose page would spill over many lines.
+            detail = _not_the_sidecar(where, "its error")
         raise OperatorError(
             f"{method} {path} -> {resp.status_code}: {detail}",
             usage=flags and resp.status_code in (400, 422),
         )
-    return resp.json()
+    try:
+        return resp.json()
+    except ValueError:
+        raise OperatorError(_not_the_sidecar(where, f"{method} {path}")) from None
+
+
+def _not_the_sidecar(where: str, what: str) -> str:
+    return f"{where} does not answer as the sidecar ({what} is not the sidecar's JSON); check --url"
 
 
 def _table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
@@ -96,7 +183,7 @@ def decisions_list(client: httpx.Client, args: argparse.Namespace) -> str:
 
 
 def decisions_show(client: httpx.Client, args: argparse.Namespace) -> str:
-    return json.dumps(_call(client, "GET", f"/decisions/{args.id}"), indent=2)
+    return json.dumps(_call(client, "GET", f"/decisions/{_segment(str(args.id))}"), indent=2)
 
 
 def jobs_list(client: httpx.Client, args: argparse.Namespace) -> str:
@@ -137,7 +224,7 @@ def _outcome(met: bool | None) -> str:
 
 
 def jobs_show(client: httpx.Client, args: argparse.Namespace) -> str:
-    job = _call(client, "GET", f"/jobs/{args.id}")
+    job = _call(client, "GET", f"/jobs/{_segment(args.id)}")
     if args.json:
         return json.dumps(job, indent=2)
     head = f"{job['id']}  {job['name']}  {job['state']}  app={job['app_id']}"
@@ -148,19 +235,33 @@ def jobs_show(client: httpx.Client, args: argparse.Namespace) -> str:
 def jobs_submit(client: httpx.Client, args: argparse.Namespace) -> str:
     path = Path(args.file)
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
+        body = _loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise OperatorError(f"{path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise OperatorError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise OperatorError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
-    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
-    job = _call(client, "POST", "/jobs", json=body, headers=headers)
+    except ValueError as exc:
+        raise OperatorError(f"{path}: invalid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise OperatorError(f"{path}: a job is a JSON object")
+    if args.idempotency_key:
+        in_file = body.get("idempotency_key")
+        if in_file is not None and in_file != args.idempotency_key:
+            raise OperatorError(
+                f"--idempotency-key: differs from the idempotency_key in {path}", usage=True
+            )
+        # The body field (README "Deadline jobs") rather than the Idempotency-Key header: a
+        # header carries ASCII only, a key is any text; the API treats both as the same key.
+        body = {**body, "idempotency_key": args.idempotency_key}
+    job = _call(client, "POST", "/jobs", json=body)
     decision = job.get("decision") or {}
     return f"{job['id']}  {job['state']}  {decision.get('action')}: {decision.get('reason')}"
 
 
 def jobs_cancel(client: httpx.Client, args: argparse.Namespace) -> str:
-    job = _call(client, "DELETE", f"/jobs/{args.id}")
+    job = _call(client, "DELETE", f"/jobs/{_segment(args.id)}")
     return f"{job['id']}  {job['state']}"
 
 
@@ -172,10 +273,7 @@ def policy_preview(client: httpx.Client, args: argparse.Namespace) -> str:
     if args.mode:
         body["mode"] = args.mode
     if args.params:
-        try:
-            body["params"] = json.loads(args.params)
-        except json.JSONDecodeError as exc:
-            raise OperatorError(f"--params: invalid JSON: {exc.msg}", usage=True) from exc
+        body["params"] = _params(args.params)
     result = _call(client, "POST", "/policy/preview", json=body or None, flags=True)
     if args.json:
         return json.dumps(result, indent=2, sort_keys=True)
@@ -202,6 +300,12 @@ def policy_preview(client: httpx.Client, args: argparse.Namespace) -> str:
         )
     table = _table(rows, ("queue", "current", "proposed", "share", "change", "why"))
     return f"{head}\n{table}"
+
+
+def _job_id(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("a job id is not empty")
+    return value
 
 
 def _common() -> argparse.ArgumentParser:
@@ -256,14 +360,17 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     jl.add_argument("--limit", type=int, default=20)
     jl.set_defaults(func=_run(jobs_list))
     js = jsub.add_parser("show", parents=[common], help="one job with every decision")
-    js.add_argument("id")
+    js.add_argument("id", type=_job_id)
     js.set_defaults(func=_run(jobs_show))
     jsubmit = jsub.add_parser("submit", parents=[common], help="submit a job from a JSON file")
     jsubmit.add_argument("file", help="the POST /jobs body as JSON")
-    jsubmit.add_argument("--idempotency-key", help="retries with the same key make one job")
+    jsubmit.add_argument(
+        "--idempotency-key",
+        help="retries with the same key make one job (sent as the body's idempotency_key)",
+    )
     jsubmit.set_defaults(func=_run(jobs_submit))
     jc = jsub.add_parser("cancel", parents=[common], help="cancel a job (kills its YARN app)")
-    jc.add_argument("id")
+    jc.add_argument("id", type=_job_id)
     jc.set_defaults(func=_run(jobs_cancel))
 
     configure_admission(sub)
@@ -274,11 +381,18 @@ def _run(
 ) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
+            _check_url(args.url)
+            token = clean_token(args.token)
             # Looked up at call time so tests can serve the API in-process.
             with _client(args.url) as client:
-                if args.token:
-                    client.headers["Authorization"] = f"Bearer {args.token}"
-                print(action(client, args))
+                if token:
+                    client.headers["Authorization"] = f"Bearer {token}"
+                try:
+                    print(action(client, args))
+                except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                    # A 200 whose JSON lacks the sidecar's fields: another service at --url.
+                    where = redact_text(str(client.base_url))
+                    raise OperatorError(_not_the_sidecar(where, "its answer")) from exc
         except OperatorError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2 if exc.usage else 1
@@ -301,10 +415,7 @@ def admission_set(client: httpx.Client, args: argparse.Namespace) -> str:
     """``PUT /admission``: switch the admission policy (the next round runs it)."""
     body: dict[str, Any] = {"policy": args.policy}
     if args.params:
-        try:
-            body["params"] = json.loads(args.params)
-        except json.JSONDecodeError as exc:
-            raise OperatorError(f"--params: invalid JSON: {exc.msg}", usage=True) from exc
+        body["params"] = _params(args.params)
     _call(client, "PUT", "/admission", json=body, flags=True)
     return admission_show(client, args)
 

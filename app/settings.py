@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import ssl
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -290,12 +291,59 @@ class Settings(BaseSettings):
         check_observable(cfg, HISTORY_VIEW if self.jobhistory_url else LIVE_VIEW)
         return cfg
 
+    def check_api_tls(self) -> None:
+        """``SettingsError`` unless the API's certificate and key files load as a pair.
+
+        Checked when ``serve`` starts, not on every load: the other commands never read the files,
+        and may run as a user who cannot. uvicorn reads them only once the app has started, and
+        its errors (``FileNotFoundError`` without the path, ``SSLError: PEM lib``) name neither
+        file nor setting."""
+        cert, key = self.api_tls_certfile, self.api_tls_keyfile
+        if cert is None or key is None:
+            return
+        for name, path, marker, what in (
+            ("API_TLS_CERTFILE", cert, b"-----BEGIN CERTIFICATE-----", "a PEM certificate"),
+            ("API_TLS_KEYFILE", key, b"PRIVATE KEY-----", "a PEM private key"),
+        ):
+            try:
+                content = path.read_bytes()
+            except OSError as exc:
+                raise SettingsError(
+                    f"invalid settings: {ENV_PREFIX}{name}: {path}: {exc.strerror}"
+                ) from None
+            if marker not in content:
+                problem = "empty file" if not content.strip() else f"not {what}"
+                raise SettingsError(f"invalid settings: {ENV_PREFIX}{name}: {path}: {problem}")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            context.load_cert_chain(cert, key, password=_no_passphrase)
+        except _Encrypted:
+            return  # uvicorn asks for the passphrase, as it always did; nothing more to check
+        except ssl.SSLError as exc:
+            raise SettingsError(
+                f"invalid settings: {ENV_PREFIX}API_TLS_CERTFILE: {cert} and "
+                f"{ENV_PREFIX}API_TLS_KEYFILE: {key} are not a PEM certificate and its private "
+                f"key ({exc.reason or exc})"
+            ) from None
+        except OSError as exc:
+            raise SettingsError(
+                f"invalid settings: {ENV_PREFIX}API_TLS_CERTFILE: {cert}: {exc.strerror}"
+            ) from None
+
     @property
     def effective_database_url(self) -> str:
         """The configured URL, or a SQLite file in the data directory."""
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'sidecar.db'}"
+
+
+class _Encrypted(Exception):
+    """The API's private key needs a passphrase."""
+
+
+def _no_passphrase() -> bytes:
+    raise _Encrypted
 
 
 def is_loopback(host: str) -> bool:

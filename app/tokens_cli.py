@@ -1,7 +1,9 @@
 """``yarn-sidecar tokens create|list|revoke``: API tokens, managed on the sidecar's database.
 
 The token is printed once, by ``create``; only its SHA-256 is stored, so a lost token is revoked
-and replaced, never recovered.
+and replaced, never recovered. A name (and user) is 1 to 100 printable characters, spaces only
+inside, so each token is one line of ``list``; ``list`` shows each token's state at the time it
+runs: ``active``, ``expired`` or ``revoked``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
+    from app.db.auth_models import ApiToken
+
 _DURATION = re.compile(r"^(\d{1,6})([dhm])$")
 
 
 def parse_expiry(value: str, now_ms: int) -> int:
-    """``30d``, ``12h``, ``90m`` from now, or an ISO 8601 time; epoch ms."""
+    """``30d``, ``12h``, ``90m`` from now, or an ISO 8601 time; epoch ms, in the future."""
     m = _DURATION.match(value)
     if m:
+        if int(m.group(1)) == 0:
+            # a token that expires as it is made, as an ISO time in the past is refused
+            raise ValueError(f"--expires: {value} is no time from now; give at least 1m")
         unit = {"d": 86_400_000, "h": 3_600_000, "m": 60_000}[m.group(2)]
         return now_ms + int(m.group(1)) * unit
     try:
@@ -48,12 +55,23 @@ def _iso(ms: int | None) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _state(row: ApiToken, now_ms: int) -> str:
+    if row.revoked_ms is not None:
+        return "revoked"
+    # expired as app.db.auth_repo.authenticate refuses it: at its expiry time
+    if row.expires_ms is not None and row.expires_ms <= now_ms:
+        return "expired"
+    return "active"
+
+
 def _sessions() -> tuple[Engine, sessionmaker[Session]]:
+    from app.cli import database_errors
     from app.db.migrate import upgrade
     from app.db.session import make_engine, make_session_factory
 
     settings = load_settings()
-    upgrade(settings.effective_database_url)
+    with database_errors(settings.effective_database_url):
+        upgrade(settings.effective_database_url)
     engine = make_engine(settings.effective_database_url)
     return engine, make_session_factory(engine)
 
@@ -65,7 +83,11 @@ def cmd_create(args: argparse.Namespace) -> int:
 
     now_ms = int(time.time() * 1000)
     try:
-        expires = parse_expiry(args.expires, now_ms) if args.expires else None
+        # checked before the database is opened: a bad name needs no database to be refused
+        auth_repo.check_name(args.name)
+        if args.user is not None:
+            auth_repo.check_name(args.user, "--user")
+        expires = parse_expiry(args.expires, now_ms) if args.expires is not None else None
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -99,6 +121,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from app.db import auth_repo
 
+    now_ms = int(time.time() * 1000)
     engine, sessions = _sessions()
     try:
         with sessions() as session:
@@ -110,7 +133,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                     r.user,
                     _iso(r.created_ms),
                     _iso(r.expires_ms),
-                    "revoked" if r.revoked_ms else "active",
+                    _state(r, now_ms),
                 )
                 for r in rows
             ]
@@ -148,7 +171,11 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     tsub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="ACTION")
     create = tsub.add_parser("create", help="create a token and print it (once)")
-    create.add_argument("--name", required=True, help="unique name, e.g. ci-submitter")
+    create.add_argument(
+        "--name",
+        required=True,
+        help="unique name, e.g. ci-submitter: 1 to 100 printable characters, spaces only inside",
+    )
     create.add_argument(
         "--role", required=True, choices=("scrape", "viewer", "submitter", "operator")
     )

@@ -14,6 +14,26 @@ class TokenError(ValueError):
     """A token operation that cannot be done; the message names the argument."""
 
 
+NAME_MAX = 100  # the column's length
+
+
+def check_name(name: str, option: str = "--name") -> None:
+    """A token's name (or user): 1 to 100 printable characters, no leading or trailing space.
+
+    Printable excludes every control character and every whitespace but the plain space (tabs,
+    newlines, no-break spaces), so a name is one line of ``tokens list`` and reads as typed."""
+    if not name:
+        raise TokenError(f"{option}: must not be empty")
+    if len(name) > NAME_MAX:
+        raise TokenError(f"{option}: at most {NAME_MAX} characters, got {len(name)}")
+    if not name.isprintable():
+        raise TokenError(
+            f"{option}: {name!r} has a control or whitespace character other than a space"
+        )
+    if name != name.strip(" "):
+        raise TokenError(f"{option}: {name!r} starts or ends with a space")
+
+
 def create_token(
     session: Session,
     *,
@@ -24,6 +44,9 @@ def create_token(
     expires_ms: int | None = None,
 ) -> tuple[ApiToken, str]:
     """Store a new token and return its row and the token itself (shown once, never stored)."""
+    check_name(name)
+    if user is not None:
+        check_name(user, "--user")
     if session.scalar(select(ApiToken.id).where(ApiToken.name == name)) is not None:
         raise TokenError(f"--name: a token named {name!r} already exists")
     token = new_token()

@@ -30,6 +30,8 @@ def load_scenario(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(str(path), f"cannot read scenario: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise PolicyError(str(path), f"not UTF-8 text (byte {exc.start})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

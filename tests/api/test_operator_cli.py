@@ -1,10 +1,12 @@
-"""``yarn-sidecar decisions ...`` and ``jobs ...`` against the real app served in-process."""
+"""``yarn-sidecar decisions ...`` and ``jobs ...`` against the real app served in-process, and
+against a transport that records what the CLI sends (paths, headers) or answers as another
+server."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -151,3 +153,168 @@ def test_an_unknown_filter_value_is_a_usage_error(
 )
 def test_the_default_url_is_where_serve_listens(env: dict[str, str], url: str) -> None:
     assert operator_cli.default_url(env) == url
+
+
+def _recording(
+    monkeypatch: pytest.MonkeyPatch, answer: Callable[[httpx.Request], httpx.Response]
+) -> list[httpx.Request]:
+    """Route the CLI's requests to ``answer`` and keep each one as sent."""
+    sent: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return answer(request)
+
+    monkeypatch.setattr(
+        operator_cli,
+        "_client",
+        lambda url: httpx.Client(base_url=url, transport=httpx.MockTransport(handle)),
+    )
+    return sent
+
+
+def test_a_password_in_the_url_is_never_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _cli(capsys, "decisions", "list", "--url", "http://admin:hunter2@127.0.0.1:9")
+    assert code == 1 and "hunter2" not in err
+    assert "cannot reach the sidecar at http://admin:***@127.0.0.1:9" in err
+
+
+def test_a_token_is_stripped_and_refused_with_control_characters(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sent = _recording(monkeypatch, lambda _: httpx.Response(200, json={"items": []}))
+    # what `--token "$(cat tok)"` passes for a file saved with Windows line ends
+    assert _cli(capsys, "decisions", "list", "--token", "ysc_secret\r")[0] == 0
+    monkeypatch.setenv("YARN_SIDECAR_TOKEN", "  ysc_fromenv\n")
+    assert _cli(capsys, "jobs", "list")[0] == 0
+    assert [r.headers["Authorization"] for r in sent] == ["Bearer ysc_secret", "Bearer ysc_fromenv"]
+    for bad in ("ysc_sec\rret", "ysc_sec\x1bret", "ysc_secrét"):
+        code, out, err = _cli(capsys, "decisions", "list", "--token", bad)
+        assert code == 2 and "--token" in err and "control or non-ASCII" in err
+        assert "ysc_sec" not in out + err and len(err.strip().splitlines()) == 1
+    assert len(sent) == 2  # refused before any request
+
+
+def test_an_error_quoting_the_request_never_shows_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.LocalProtocolError(f"Illegal header value {request.headers['Authorization']}")
+
+    _recording(monkeypatch, refuse)
+    code, _, err = _cli(capsys, "jobs", "list", "--token", "ysc_secret")
+    assert code == 1 and "ysc_secret" not in err
+    assert err.startswith("error: cannot send GET /jobs to http://127.0.0.1:")
+
+
+def test_ids_are_one_path_segment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sent = _recording(monkeypatch, lambda _: httpx.Response(404, json={"detail": "no such job"}))
+    for argv in (
+        ("jobs", "cancel", "../decisions/1"),
+        ("jobs", "show", "../decisions"),
+        ("jobs", "show", "x?state=bogus"),
+        ("jobs", "show", ".."),
+        ("jobs", "show", "a#b"),
+    ):
+        assert _cli(capsys, *argv)[0] == 1
+    assert [(r.method, r.url.raw_path, r.url.query) for r in sent] == [
+        ("DELETE", b"/jobs/..%2Fdecisions%2F1", b""),
+        ("GET", b"/jobs/..%2Fdecisions", b""),
+        ("GET", b"/jobs/x%3Fstate%3Dbogus", b""),
+        ("GET", b"/jobs/%2E%2E", b""),
+        ("GET", b"/jobs/a%23b", b""),
+    ]
+    with pytest.raises(SystemExit) as empty:
+        main(["jobs", "show", ""])
+    assert empty.value.code == 2 and "a job id is not empty" in capsys.readouterr().err
+
+
+def test_ids_that_look_like_paths_reach_no_other_resource(
+    served: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert served.put("/policy", json={"policy": "ltrf"}).status_code == 200
+    decision = served.get("/decisions").json()["items"][0]["id"]
+    code, _, err = _cli(capsys, "jobs", "cancel", f"../decisions/{decision}")
+    assert code == 1 and "404" in err and "Traceback" not in err
+    code, _, err = _cli(capsys, "jobs", "show", "../decisions")
+    assert code == 1 and "404" in err
+    code, _, err = _cli(capsys, "jobs", "show", "x?state=bogus")
+    assert code == 1 and "404: job_id: no job 'x?state=bogus'" in err
+    assert served.get(f"/decisions/{decision}").status_code == 200
+
+
+def test_nan_and_infinity_are_refused_naming_the_option_or_file(
+    served: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for params in ('{"discount": NaN}', '{"discount": 1e999}', '{"discount": -Infinity}'):
+        code, _, err = _cli(capsys, "policy", "preview", "--params", params)
+        assert code == 2 and err.startswith("error: --params: invalid JSON: ")
+        assert len(err.strip().splitlines()) == 1
+    code, _, err = _cli(capsys, "admission", "set", "promise", "--params", '{"quantile": NaN}')
+    assert code == 2 and err == "error: --params: invalid JSON: NaN is not a JSON number\n"
+    assert served.get("/admission").json()["policy"] == "justice"
+    spec = tmp_path / "nan.json"
+    spec.write_text(
+        '{"name": "n", "deadline": NaN, "requested_tasks": 1,'
+        ' "run": {"kind": "application", "command": "true"}}'
+    )
+    code, _, err = _cli(capsys, "jobs", "submit", str(spec))
+    assert code == 1 and err == f"error: {spec}: invalid JSON: NaN is not a JSON number\n"
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b'{"name": "\xff"}')
+    code, _, err = _cli(capsys, "jobs", "submit", str(binary))
+    assert code == 1 and err == f"error: {binary}: not UTF-8 text (byte 10)\n"
+    listed = tmp_path / "list.json"
+    listed.write_text("[]")
+    code, _, err = _cli(capsys, "jobs", "submit", str(listed))
+    assert code == 1 and err == f"error: {listed}: a job is a JSON object\n"
+    assert served.get("/jobs").json()["items"] == []
+
+
+def test_any_idempotency_key_is_sent_in_the_body(
+    served: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "job.json"
+    job = {
+        "name": "nightly",
+        "deadline": 600,
+        "requested_tasks": 1,
+        "run": {"kind": "application", "command": "true"},
+    }
+    spec.write_text(json.dumps(job))
+    code, out, err = _cli(capsys, "jobs", "submit", str(spec), "--idempotency-key", "clé-ü")
+    assert code == 0, err
+    job_id = out.split()[0]
+    code, out, err = _cli(capsys, "jobs", "submit", str(spec), "--idempotency-key", "clé-ü")
+    assert code == 0 and out.split()[0] == job_id
+    assert len(served.get("/jobs").json()["items"]) == 1
+    spec.write_text(json.dumps({**job, "idempotency_key": "other"}))
+    code, _, err = _cli(capsys, "jobs", "submit", str(spec), "--idempotency-key", "clé-ü")
+    assert code == 2 and "--idempotency-key: differs from the idempotency_key in" in err
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(200, text="<html>a web page</html>"),
+        httpx.Response(200, json={"items": 5}),
+        httpx.Response(200, json=[1, 2]),
+        httpx.Response(404, text="<html>\n<body>Not Found</body>\n</html>"),
+    ],
+)
+def test_a_server_that_is_not_the_sidecar_is_named(
+    answer: httpx.Response, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _recording(monkeypatch, lambda _: answer)
+    for argv in (("jobs", "list"), ("jobs", "show", "j1"), ("decisions", "list")):
+        code, _, err = _cli(capsys, *argv, "--url", "http://u:pw@127.0.0.1:8080")
+        assert code == 1 and len(err.strip().splitlines()) == 1, err
+        assert "http://u:***@127.0.0.1:8080 does not answer as the sidecar" in err
+        assert "check --url" in err
+
+
+def test_a_url_that_is_not_http_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _cli(capsys, "jobs", "list", "--url", "localhost:8000")
+    assert code == 2 and "--url: localhost:8000 is not an http(s) URL" in err

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app import cli
 from app.cli import build_parser, main, openapi_yaml
 from app.main import schema_app
 
@@ -106,7 +107,13 @@ def test_serve_freezes_the_startup_heap_before_serving(
     import uvicorn
 
     seen: list[int] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *_a, **_k: seen.append(gc.get_freeze_count()))
+
+    def run(server: uvicorn.Server, **_: object) -> None:
+        seen.append(gc.get_freeze_count())
+        server.started = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    monkeypatch.setattr(cli, "_bind", lambda host, port: [])  # no port of this host taken
     monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", f"sqlite:///{tmp_path}/s.db")
     gc.unfreeze()
     try:
