@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.observability import whatif
+from app.sim.jobs import JobError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -26,14 +27,60 @@ Command = Callable[[argparse.Namespace], int]
 _T = TypeVar("_T")
 
 
-def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
-    """``read`` in one session on the configured database, the engine disposed after."""
-    from app.db.session import make_engine, make_session_factory
+class DatabaseUnavailable(Exception):
+    """The database cannot be read; one line, any password in it masked."""
 
-    engine = make_engine(settings.effective_database_url)
+
+_UPGRADE = "run `yarn-sidecar db upgrade` first"
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's message of ``exc`` on one line, passwords masked (a driver may quote the
+    URL or its connection string)."""
+    from app.redact import redact_text
+
+    inner = getattr(exc, "orig", None) or exc
+    return redact_text(" ".join(str(inner).split()))
+
+
+def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
+    """``read`` in one session on the configured database, the engine disposed after; a missing,
+    unmigrated or unreachable database is ``DatabaseUnavailable``, and a SQLite file that does
+    not exist is not created (connecting would)."""
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    from app.db.session import make_engine, make_session_factory
+    from app.redact import redact_url
+
+    url = settings.effective_database_url
     try:
-        with make_session_factory(engine)() as session:
-            return read(session)
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":
+            name = parsed.database or ""
+            as_uri = str(parsed.query.get("uri", "")).lower() == "true"
+            if name not in ("", ":memory:") and not as_uri and not Path(name).is_file():
+                raise DatabaseUnavailable(f"no database at {name}: {_UPGRADE}")
+        engine = make_engine(url)
+    except (ArgumentError, ImportError) as exc:
+        raise DatabaseUnavailable(f"cannot use {redact_url(url)}: {_reason(exc)}") from None
+    try:
+        try:
+            with engine.connect() as conn:
+                migrated = inspect(conn).has_table("clusters")
+        except DBAPIError as exc:
+            raise DatabaseUnavailable(f"cannot reach the database: {_reason(exc)}") from None
+        if not migrated:
+            raise DatabaseUnavailable(f"the database has no sidecar tables: {_UPGRADE}")
+        try:
+            with make_session_factory(engine)() as session:
+                return read(session)
+        except DBAPIError as exc:
+            raise DatabaseUnavailable(
+                f"reading the database failed: {_reason(exc)} (if it is older than this "
+                "version, run `yarn-sidecar db upgrade`)"
+            ) from None
     finally:
         engine.dispose()
 
@@ -111,7 +158,7 @@ def cmd_from_db(args: argparse.Namespace, settings: Any) -> int:
             settings, lambda session: whatif.load_history(session, settings.cluster_name, spec)
         )
         outcome = whatif.run(history, spec, None if args.quiet else _bar())
-    except whatif.WhatIfError as exc:
+    except (whatif.WhatIfError, JobError, DatabaseUnavailable) as exc:
         print(f"simulate: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
@@ -187,6 +234,11 @@ def cmd_phases_from_db(args: argparse.Namespace, settings: Any) -> int:
     if args.limit < 1:
         print("simulate phases: --limit must be >= 1", file=sys.stderr)
         return 2
+    try:
+        sim_cli.check_phase_nodes(args)
+    except ValueError as exc:
+        print(f"simulate phases: {exc}", file=sys.stderr)
+        return 2
 
     def stored(session: Session) -> list[MapReduceJob]:
         cluster_id = jobs_repo.cluster_id(session, settings.cluster_name)
@@ -194,7 +246,11 @@ def cmd_phases_from_db(args: argparse.Namespace, settings: Any) -> int:
             return []
         return history_repo.stored_jobs(session, cluster_id, limit=args.limit)
 
-    jobs = phases.recorded_jobs(_read_db(settings, stored))
+    try:
+        jobs = phases.recorded_jobs(_read_db(settings, stored))
+    except DatabaseUnavailable as exc:
+        print(f"simulate phases: {exc}", file=sys.stderr)
+        return 2
     if not jobs:
         print(
             "simulate phases: no MapReduce job history in the database "

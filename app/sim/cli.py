@@ -18,12 +18,13 @@ import argparse
 import csv
 import io
 import json
+import math
 import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from app.policies.prism import core as prism_core
 from app.sim import dask_cells, deadlines, experiment, phases, registry, report, trace
@@ -32,6 +33,8 @@ from app.sim.jobs import SimJob
 from app.sim.queue_policies import MAX_STEP_PP, MIN_CHANGE_PP, PlanSettings
 from app.sim.runner import SimResult
 from app.sim.tasks import MODELS
+
+_N = TypeVar("_N", int, float)
 
 
 class ProgressBar:
@@ -213,11 +216,65 @@ def phases_row(
     )
 
 
+def _guarded(
+    prog: str,
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    """Bad input (``ValueError``, which the simulator's own input errors are: ``TraceError``,
+    ``JobError``, ``PolicyError``) and unreadable files (``OSError``) as one line on stderr and
+    exit 2; any other exception is a bug and keeps its traceback."""
+
+    def guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        def wrapped(args: argparse.Namespace) -> int:
+            try:
+                return fn(args)
+            except (ValueError, OSError) as exc:
+                print(f"{prog}: {exc}", file=sys.stderr)
+                return 2
+
+        return wrapped
+
+    return guard
+
+
+_guard = _guarded("simulate")
+
+
+def _within(value: float, option: str, low: float, high: float, unit: str = "") -> None:
+    """``ValueError`` naming ``option`` unless ``low <= value <= high`` (NaN never is)."""
+    if not low <= value <= high:
+        ints = isinstance(low, int) and isinstance(high, int)
+        span = f"{low:,} to {high:,}" if ints else f"{low:g} to {high:g}"
+        raise ValueError(f"{option} must be from {span}{unit}, got {value!r}")
+
+
+def _listed(text: str, option: str, kind: Callable[[str], _N], what: str) -> list[_N]:
+    try:
+        return [kind(item) for item in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{option}: expected comma-separated {what}, got {text!r}") from None
+
+
+def check_phase_nodes(args: argparse.Namespace) -> None:
+    """The simulated nodes of ``simulate phases`` (``--nodes``, ``--node-vcores``,
+    ``--node-mb``), also with ``--from-db``."""
+    _within(args.nodes, "--nodes", 1, 100_000)
+    _within(args.node_vcores, "--node-vcores", 0.001, 100_000)
+    _within(args.node_mb, "--node-mb", 1, 1_000_000_000, " MB")
+
+
+@_guarded("simulate phases")
 def cmd_phases(args: argparse.Namespace) -> int:
     """Print task-level against PRISM per load and seed (``app.sim.phases``)."""
+    _within(args.count, "--count", 1, 1_000_000)
+    seeds = _listed(args.seeds, "--seeds", int, "whole numbers")
+    gaps = _listed(args.gaps, "--gaps", float, "numbers")
+    for gap in gaps:
+        # a mean gap is a finite time: 0 divides by zero, NaN never advances the arrivals
+        _within(gap, "--gaps: each mean inter-arrival time", 0.001, 86_400, " s")
+    check_phase_nodes(args)
     print(PHASES_HEADER)
-    for gap in [float(g) for g in args.gaps.split(",")]:
-        for seed in [int(x) for x in args.seeds.split(",")]:
+    for gap in gaps:
+        for seed in seeds:
             jobs = phases.synthetic_jobs(args.count, seed, mean_gap_s=gap)
             print(phases_row(f"{gap:g}", str(seed), jobs, args))
     return 0
@@ -262,9 +319,13 @@ class _Prepared:
         rows.close()
         if not base:
             raise ValueError("the workload has no jobs")
-        vcores = experiment.resolve_capacity(args.capacity, base)
+        try:
+            vcores = experiment.resolve_capacity(args.capacity, base)
+        except ValueError as exc:
+            raise ValueError(f"--{exc}") from None  # "capacity ...": the option's name
         memory = args.memory_mb if args.memory_mb is not None else vcores * args.container_mb
         self.cluster = ClusterSpec(vcores, memory, args.container_mb)
+        experiment.check_length(base, self.cluster.slots)
         kind = None if args.deadlines == "none" else args.deadlines
         self.deadline_kind = kind
         self.jobs: list[SimJob] = experiment.with_deadlines(
@@ -363,15 +424,40 @@ def _write_run(out: Path, prep: _Prepared, result: SimResult) -> dict[str, Any]:
     return summary
 
 
-def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    def wrapped(args: argparse.Namespace) -> int:
-        try:
-            return fn(args)
-        except (ValueError, OSError) as exc:
-            print(f"simulate: {exc}", file=sys.stderr)
-            return 2
+# Bounds of the options with no natural limit: beyond them a value is a typo, and the run would
+# take days or more memory than the machine has.
+MAX_SYNTHETIC_JOBS = 10_000_000
 
-    return wrapped
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Every option of ``simulate`` and ``simulate compare`` before anything is loaded: a bad
+    one is an error naming it, never a division by zero or a run that does not end."""
+    if args.limit_jobs is not None and args.limit_jobs < 1:
+        raise ValueError(f"--limit-jobs must be >= 1, got {args.limit_jobs}")
+    _within(args.synthetic_jobs, "--synthetic-jobs", 1, MAX_SYNTHETIC_JOBS)
+    if args.container_mb < 1:
+        raise ValueError(f"--container-mb must be >= 1, got {args.container_mb}")
+    if args.memory_mb is not None and args.memory_mb < args.container_mb:
+        raise ValueError(
+            f"--memory-mb must hold at least one container (--container-mb {args.container_mb}),"
+            f" got {args.memory_mb}"
+        )
+    if not 0 < args.swim_mib_per_s * trace.MIB < math.inf:
+        raise ValueError(f"--swim-mib-per-s must be a finite number > 0, got {args.swim_mib_per_s}")
+    # the controller's own bounds (YARN_SIDECAR_POLICY_INTERVAL_S, _MAX_STEP_PP, _MIN_CHANGE_PP)
+    _within(args.interval, "--interval", 1, 86_400, " s")
+    _within(args.max_step_pp, "--max-step-pp", 0.01, 100)
+    _within(args.min_change_pp, "--min-change-pp", 0, 100)
+    try:
+        trace.check_queue_by(args.queue_by)
+    except ValueError as exc:
+        raise ValueError(f"--queue-by: {exc}") from None
+    if args.deadlines != "none" and args.deadlines not in deadlines.DEADLINE_TYPES:
+        types = ", ".join(deadlines.DEADLINE_TYPES)
+        raise ValueError(
+            f"--deadlines: unknown type {args.deadlines!r}; use none or one of {types}"
+        )
+    _params(args.param)
 
 
 @_guard
@@ -379,6 +465,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     """Run one policy and write its metrics and plots."""
     if args.policy not in registry.policy_names():
         raise ValueError(f"unknown policy {args.policy!r}; use one of {_names()}")
+    _check_options(args)
     prep = _Prepared(args, args.quiet)
     result = prep.run(args.policy, args.decisions)
     summary = _write_run(Path(args.out), prep, result)
@@ -394,13 +481,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in registry.policy_names()]
     if unknown or not names:
         raise ValueError(f"unknown policies {unknown}; use any of {_names()}")
-    prep = _Prepared(args, args.quiet)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.dask_scheduler and args.executor != "dask":
         raise ValueError("--dask-scheduler needs --executor dask")
+    _check_options(args)
+    prep = _Prepared(args, args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     cells = _run_cells(prep, names, args.jobs, args.executor == "dask", args.dask_scheduler)
     summaries = [summary for summary, _ in cells]
     plots = [figures for _, figures in cells]

@@ -16,7 +16,7 @@ from typing import Any
 from app.sim import deadlines, recurring, registry, trace
 from app.sim.allocators import BaselineFS
 from app.sim.cluster import ClusterSpec
-from app.sim.jobs import Decided, SimJob
+from app.sim.jobs import MAX_RUN_S, Decided, SimJob, years
 from app.sim.queue_policies import PlanSettings
 from app.sim.runner import Progress, SimResult, Simulation
 
@@ -36,6 +36,8 @@ class WorkloadSpec:
 
 def load_workload(spec: WorkloadSpec, rows: trace.RowProgress | None = None) -> list[SimJob]:
     """Jobs of ``spec``, the first ``limit_jobs`` by submission time when limited."""
+    if spec.limit_jobs is not None and spec.limit_jobs < 1:
+        raise ValueError(f"limit_jobs must be >= 1, got {spec.limit_jobs}")
     if spec.traces == ("synthetic",):
         jobs = trace.synthetic(trace.SyntheticSpec(jobs=spec.synthetic_jobs), spec.seed)
     elif spec.traces == ("recurring",):
@@ -73,9 +75,15 @@ def infer_format(path: Path) -> str:
     return "csv"
 
 
+# A cluster larger than any YARN cluster runs (a few 10,000 nodes): a capacity beyond it is a
+# typo, and the simulator's arrays and sums are sized for sane numbers.
+MAX_VCORES = 10_000_000
+
+
 def resolve_capacity(text: str, jobs: Sequence[SimJob]) -> int:
     """``"450"`` vcores, ``"25%"`` of the trace's peak parallelism (thesis Table 5.1), or
-    ``"2x-mean"``: a multiple of the trace's mean demand (``trace.mean_demand``)."""
+    ``"2x-mean"``: a multiple of the trace's mean demand (``trace.mean_demand``); at most
+    ``MAX_VCORES``. Every error message starts with ``capacity``."""
     if text.endswith("x-mean"):
         try:
             mult = float(text[: -len("x-mean")])
@@ -83,16 +91,47 @@ def resolve_capacity(text: str, jobs: Sequence[SimJob]) -> int:
             raise ValueError(f"capacity {text!r}: expected a number before 'x-mean'") from None
         if not mult > 0 or not math.isfinite(mult):
             raise ValueError(f"capacity {text!r} must be a positive multiple of the mean")
-        return max(1, math.ceil(trace.mean_demand(jobs) * mult))
-    if text.endswith("%"):
-        frac = float(text[:-1]) / 100
-        if not frac > 0:
-            raise ValueError(f"capacity {text!r} must be a positive percentage")
-        return max(1, math.floor(trace.peak_parallelism(jobs) * frac))
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"capacity must be >= 1 vcore, got {value}")
-    return value
+        value = math.ceil(min(trace.mean_demand(jobs) * mult, MAX_VCORES + 1.0))
+    elif text.endswith("%"):
+        try:
+            frac = float(text[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"capacity {text!r}: expected a number before '%'") from None
+        if not frac > 0 or not math.isfinite(frac):
+            raise ValueError(f"capacity {text!r} must be a finite percentage > 0")
+        value = math.floor(min(trace.peak_parallelism(jobs) * frac, MAX_VCORES + 1.0))
+    else:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(
+                f"capacity {text!r}: expected whole vcores (450), a percentage of the trace's "
+                "peak (25%) or a multiple of its mean demand (2x-mean)"
+            ) from None
+        if value < 1:
+            raise ValueError(f"capacity must be >= 1 vcore, got {value}")
+    if value > MAX_VCORES:
+        raise ValueError(f"capacity {text!r} is over {MAX_VCORES:,} vcores")
+    return max(1, value)
+
+
+def check_length(jobs: Sequence[SimJob], slots: int) -> None:
+    """``ValueError`` when ``jobs`` need more than ``MAX_RUN_S`` of simulated time on ``slots``
+    containers even at best: all of them busy from the first submission on, or each job on
+    ``min(tasks, slots)`` from its own. The run samples every 60 s until its last job ends, so a
+    longer one would run for hours (a year takes about half a minute)."""
+    if slots < 1:
+        raise ValueError("the cluster has no container slots (memory below one container)")
+    if not jobs:
+        return
+    first = min(j.submit_s for j in jobs)
+    busy = sum(j.work for j in jobs) / slots
+    need = max(busy, max(j.submit_s - first + j.ideal_runtime(slots) for j in jobs))
+    if need > MAX_RUN_S:
+        raise ValueError(
+            f"the workload needs at least {years(need)} of simulated time on {slots} vcores, over "
+            f"the limit of {years(MAX_RUN_S)}: give it more capacity or fewer jobs"
+        )
 
 
 def with_deadlines(
@@ -163,6 +202,10 @@ def static_partition_cum(
             on_queue(q)
         share = shares[q] if shares is not None else 1.0 / len(by_queue)
         part = ClusterSpec(max(1, math.floor(spec.slots * share)))
+        try:
+            check_length(qjobs, part.slots)
+        except ValueError as exc:
+            raise ValueError(f"queue {q} alone on its static partition: {exc}") from None
         result = Simulation(qjobs, BaselineFS(), part, start_s=start).run()
         out[q] = result.series.queue_cum.get(q, [])
     return out

@@ -5,14 +5,43 @@ vcore per task), ``compTime`` (total vcore-seconds across tasks) and, once synth
 relative to its submission. The simulator assumes perfect parallelism like the thesis: a job given
 ``c`` vcores progresses ``c`` vcore-seconds per second, so its ideal runtime on a cluster of
 ``capacity`` vcores is ``compTime / min(requestedTasks, capacity)``.
+
+Bounds (``SimJob`` refuses anything outside them, so a bad trace row is an error rather than a
+run that never ends: the simulator samples every 60 simulated seconds until the last job ends):
+times are finite; a submission lies within ``MAX_SUBMIT_S`` (100 years) of 0, so seconds since the
+Unix epoch still fit; a job's ideal run at its own parallelism, ``work / tasks``, is at most
+``MAX_RUN_S`` (10 years; the public traces' longest is 29 days) and it has at most ``MAX_TASKS``
+tasks (the public traces' largest has 112,523). A whole run has its own bound, on the cluster it
+runs on (``experiment.check_length``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import NamedTuple
+
+YEAR_S = 365.25 * 86400
+MAX_SUBMIT_S = 100 * YEAR_S
+MAX_RUN_S = 10 * YEAR_S
+MAX_TASKS = 10_000_000
+
+
+class JobError(ValueError):
+    """A job's field is out of bounds; ``field`` is ``SimJob``'s name for it, so a trace loader
+    can name its own column instead."""
+
+    def __init__(self, job_id: str, field: str, problem: str) -> None:
+        super().__init__(f"job {job_id}: {field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+def years(seconds: float) -> str:
+    """``seconds`` for a message about the bounds, in years."""
+    return f"{seconds / YEAR_S:.3g} years"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +60,26 @@ class SimJob:
     name: str = ""  # application name where the workload has one (recurring-job signatures)
 
     def __post_init__(self) -> None:
-        if self.tasks < 1:
-            raise ValueError(f"job {self.job_id}: tasks must be >= 1, got {self.tasks}")
-        if not self.work > 0:
-            raise ValueError(f"job {self.job_id}: work must be > 0, got {self.work}")
+        def bad(field: str, problem: str) -> JobError:
+            return JobError(self.job_id, field, problem)
+
+        if not abs(self.submit_s) <= MAX_SUBMIT_S:
+            raise bad("submit_s", f"{self.submit_s!r} is not within {years(MAX_SUBMIT_S)} of 0")
+        if not 1 <= self.tasks <= MAX_TASKS:
+            raise bad("tasks", f"must be from 1 to {MAX_TASKS:,}, got {self.tasks}")
+        if not self.work > 0 or not math.isfinite(self.work):
+            raise bad("work", f"must be a finite number > 0, got {self.work!r}")
+        if not self.work / self.tasks <= MAX_RUN_S:
+            raise bad(
+                "work",
+                f"{self.work:g} vcore-s over {self.tasks} task(s) is an ideal run of "
+                f"{years(self.work / self.tasks)}, over the limit of {years(MAX_RUN_S)}",
+            )
+        if not 0 <= self.input_bytes < math.inf:
+            raise bad("input_bytes", f"must be a finite number >= 0, got {self.input_bytes!r}")
+        for field, value in (("runtime_s", self.runtime_s), ("deadline_s", self.deadline_s)):
+            if value is not None and not math.isfinite(value):
+                raise bad(field, f"must be finite, got {value!r}")
 
     def max_cpus(self, capacity: int) -> int:
         """``maxCPUs = min(requestedTasks, capacity)`` (Algorithm 3, line 3)."""

@@ -139,6 +139,13 @@ def _blank(v: float | None) -> float | str:
 
 
 # ----- plots -----
+def _plain(text: str) -> str:
+    """``text`` (a queue or policy name) shown as it is by matplotlib: ``$`` would start math
+    text, which may not parse, and a legend leaves out labels that start with ``_``."""
+    text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def _hours(ts: Sequence[float], t0: float) -> list[float]:
     return [(t - t0) / 3600 for t in ts]
 
@@ -171,7 +178,7 @@ def plot_queues(result: SimResult) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 3))
     hrs = _hours(s.t, result.start_s)
     for q in sorted(s.queue_used):
-        ax.plot(hrs, s.queue_used[q], label=q, lw=0.8)
+        ax.plot(hrs, s.queue_used[q], label=_plain(q), lw=0.8)
     ax.set_xlabel("hours")
     ax.set_ylabel("used fraction")
     ax.set_title(f"{_label(result)}: queue usage")
@@ -201,7 +208,7 @@ def plot_sharing(result: SimResult, sharing: SharingSeries) -> bytes | None:
     hrs = _hours(result.series.t, result.start_s)
     for q in sorted(sharing):
         vals = [float("nan") if v is None else v for v in sharing[q]]
-        ax.plot(hrs, vals, label=q, lw=0.8)
+        ax.plot(hrs, vals, label=_plain(q), lw=0.8)
     ax.axhline(0, color="black", lw=0.5)
     ax.set_xlabel("hours")
     ax.set_ylabel("U_shared / U_static - 1")
@@ -216,7 +223,7 @@ def plot_bars(summaries: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> by
     width = 0.8 / max(1, len(summaries))
     for i, s in enumerate(summaries):
         vals = [float(s.get(k) or 0.0) for k in keys]
-        ax.bar([x + i * width for x in range(len(keys))], vals, width, label=_name(s))
+        ax.bar([x + i * width for x in range(len(keys))], vals, width, label=_plain(_name(s)))
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(keys))], list(keys))
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=7, ncol=3)
@@ -229,7 +236,7 @@ def _name(summary: Mapping[str, Any]) -> str:
 
 
 def _label(result: SimResult) -> str:
-    return _name({"queue_policy": result.queue_policy, "allocator": result.allocator})
+    return _plain(_name({"queue_policy": result.queue_policy, "allocator": result.allocator}))
 
 
 def result_plots(result: SimResult, sharing: SharingSeries | None = None) -> dict[str, bytes]:
@@ -273,10 +280,11 @@ SUMMARY_KEYS = (
 
 
 def _cell(v: Any) -> str:
+    """``v`` as table-cell HTML; dict keys are queue names, which a trace file chooses."""
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, dict):
-        return ", ".join(f"{k}: {_cell(x)}" for k, x in v.items())
+        return ", ".join(f"{html.escape(str(k))}: {_cell(x)}" for k, x in v.items())
     return html.escape(str(v))
 
 
@@ -300,7 +308,9 @@ def compare_html(
     """One self-contained page: the configuration, a side-by-side table and every plot."""
     head = "".join(f"<th>{html.escape(_name(s))}</th>" for s in summaries)
     rows = [
-        f"<tr><th>{k}</th>" + "".join(f"<td>{_cell(s.get(k))}</td>" for s in summaries) + "</tr>"
+        f"<tr><th>{html.escape(k)}</th>"
+        + "".join(f"<td>{_cell(s.get(k))}</td>" for s in summaries)
+        + "</tr>"
         for k in (*SUMMARY_KEYS, "mean_slowdown", *_sharing_keys(summaries))
     ]
     bars = _img(plot_bars(summaries, ("sdr", "ptr", "wtr", "fairness", "equality")), "bars")
