@@ -14,71 +14,24 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
 import yaml
 
 import app as app_pkg
+from app.cli_errors import CommandFailed, database_errors, redact_database_url
 from app.observability.whatif_cli import extend as extend_simulate
 from app.observability.whatif_cli import extend_phases
 from app.operator_cli import configure as configure_operator
 from app.operator_cli import configure_preview
-from app.redact import redact_text
 from app.settings import Settings, SettingsError, load_settings
 from app.sim.cli import configure as configure_sim
 from app.sim.cli import subcommand
 from app.tokens_cli import configure as configure_tokens
 
 log = logging.getLogger(__name__)
-
-
-class CommandFailed(Exception):
-    """A command that could not be done; the message is the whole error line (exit 1)."""
-
-
-@contextmanager
-def database_errors(url: str, revision: str = "head") -> Iterator[None]:
-    """Turn what migrating or opening the database at ``url`` can raise into ``CommandFailed``
-    naming the database, its password masked."""
-    from alembic.util import CommandError
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, DBAPIError
-
-    where = _redact(url)
-    try:
-        make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        # the URL passed the settings' scheme check but not SQLAlchemy's parser (a bad port)
-        raise CommandFailed(f"database {where}: invalid URL: {_one_line(str(exc), url)}") from None
-    try:
-        yield
-    except CommandError as exc:
-        raise CommandFailed(f"database {where}: cannot migrate to {revision}: {exc}") from None
-    except DBAPIError as exc:
-        reason = _one_line(str(exc.orig), url)
-        raise CommandFailed(f"database {where}: {reason}") from None
-    except FileExistsError as exc:
-        # the SQLite file's directory is created on first use; a file is in its way
-        raise CommandFailed(
-            f"database {where}: {exc.filename} exists and is not a directory"
-        ) from None
-    except OSError as exc:
-        raise CommandFailed(f"database {where}: {exc.filename}: {exc.strerror}") from None
-
-
-def _one_line(message: str, url: str) -> str:
-    """A driver's message on one line, the URL's password masked even where it is quoted bare."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    text = redact_text(" ".join(part.strip() for part in message.splitlines() if part.strip()))
-    try:
-        password = make_url(url).password
-    except (ArgumentError, ValueError):
-        password = None  # redact_text has masked what looks like one
-    return text.replace(str(password), "***") if password else text
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -197,18 +150,8 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     settings = _settings(args)
     with database_errors(settings.effective_database_url, args.revision):
         upgrade(settings.effective_database_url, args.revision)
-    print(f"database at {args.revision}: {_redact(settings.effective_database_url)}")
+    print(f"database at {args.revision}: {redact_database_url(settings.effective_database_url)}")
     return 0
-
-
-def _redact(url: str) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return redact_text(url)
 
 
 def cmd_poll_once(args: argparse.Namespace) -> int:

@@ -65,7 +65,7 @@ def _state(row: ApiToken, now_ms: int) -> str:
 
 
 def _sessions() -> tuple[Engine, sessionmaker[Session]]:
-    from app.cli import database_errors
+    from app.cli_errors import database_errors
     from app.db.migrate import upgrade
     from app.db.session import make_engine, make_session_factory
 

@@ -1,0 +1,67 @@
+"""What the command-line tools say when a database or a file is not as they need it: one line
+naming it, never a traceback, never a password (``app.cli``, ``app.tokens_cli``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from app.redact import redact_text
+
+
+class CommandFailed(Exception):
+    """A command that could not be done; the message is the whole error line (exit 1)."""
+
+
+@contextmanager
+def database_errors(url: str, revision: str = "head") -> Iterator[None]:
+    """Turn what migrating or opening the database at ``url`` can raise into ``CommandFailed``
+    naming the database, its password masked."""
+    from alembic.util import CommandError
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    where = redact_database_url(url)
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        # the URL passed the settings' scheme check but not SQLAlchemy's parser (a bad port)
+        raise CommandFailed(f"database {where}: invalid URL: {_one_line(str(exc), url)}") from None
+    try:
+        yield
+    except CommandError as exc:
+        raise CommandFailed(f"database {where}: cannot migrate to {revision}: {exc}") from None
+    except DBAPIError as exc:
+        reason = _one_line(str(exc.orig), url)
+        raise CommandFailed(f"database {where}: {reason}") from None
+    except FileExistsError as exc:
+        # the SQLite file's directory is created on first use; a file is in its way
+        raise CommandFailed(
+            f"database {where}: {exc.filename} exists and is not a directory"
+        ) from None
+    except OSError as exc:
+        raise CommandFailed(f"database {where}: {exc.filename}: {exc.strerror}") from None
+
+
+def _one_line(message: str, url: str) -> str:
+    """A driver's message on one line, the URL's password masked even where it is quoted bare."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    text = redact_text(" ".join(part.strip() for part in message.splitlines() if part.strip()))
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        password = None  # redact_text has masked what looks like one
+    return text.replace(str(password), "***") if password else text
+
+
+def redact_database_url(url: str) -> str:
+    """``url`` with its password masked, parsed as SQLAlchemy parses it where it can."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return redact_text(url)
