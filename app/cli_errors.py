@@ -26,13 +26,13 @@ def database_errors(url: str, revision: str = "head") -> Iterator[None]:
         make_url(url)
     except (ArgumentError, ValueError) as exc:
         # the URL passed the settings' scheme check but not SQLAlchemy's parser (a bad port)
-        raise CommandFailed(f"database {where}: invalid URL: {_one_line(str(exc), url)}") from None
+        raise CommandFailed(f"database {where}: invalid URL: {one_line(str(exc), url)}") from None
     try:
         yield
     except CommandError as exc:
         raise CommandFailed(f"database {where}: cannot migrate to {revision}: {exc}") from None
     except DBAPIError as exc:
-        reason = _one_line(str(exc.orig), url)
+        reason = one_line(str(exc.orig), url)
         raise CommandFailed(f"database {where}: {reason}") from None
     except FileExistsError as exc:
         # the SQLite file's directory is created on first use; a file is in its way
@@ -43,12 +43,13 @@ def database_errors(url: str, revision: str = "head") -> Iterator[None]:
         raise CommandFailed(f"database {where}: {exc.filename}: {exc.strerror}") from None
 
 
-def _one_line(message: str, url: str) -> str:
-    """A driver's message on one line, the URL's password masked even where it is quoted bare."""
+def one_line(message: str, url: str) -> str:
+    """A driver's message on one line, the password of the database at ``url`` masked even where
+    the message quotes it bare."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    text = redact_text(" ".join(part.strip() for part in message.splitlines() if part.strip()))
+    text = redact_text(" ".join(message.split()))
     try:
         password = make_url(url).password
     except (ArgumentError, ValueError):

@@ -34,13 +34,12 @@ class DatabaseUnavailable(Exception):
 _UPGRADE = "run `yarn-sidecar db upgrade` first"
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, url: str) -> str:
     """The driver's message of ``exc`` on one line, passwords masked (a driver may quote the
     URL or its connection string)."""
-    from app.redact import redact_text
+    from app.cli_errors import one_line
 
-    inner = getattr(exc, "orig", None) or exc
-    return redact_text(" ".join(str(inner).split()))
+    return one_line(str(getattr(exc, "orig", None) or exc), url)
 
 
 def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
@@ -64,13 +63,13 @@ def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
                 raise DatabaseUnavailable(f"no database at {name}: {_UPGRADE}")
         engine = make_engine(url)
     except (ArgumentError, ImportError) as exc:
-        raise DatabaseUnavailable(f"cannot use {redact_url(url)}: {_reason(exc)}") from None
+        raise DatabaseUnavailable(f"cannot use {redact_url(url)}: {_reason(exc, url)}") from None
     try:
         try:
             with engine.connect() as conn:
                 migrated = inspect(conn).has_table("clusters")
         except DBAPIError as exc:
-            raise DatabaseUnavailable(f"cannot reach the database: {_reason(exc)}") from None
+            raise DatabaseUnavailable(f"cannot reach the database: {_reason(exc, url)}") from None
         if not migrated:
             raise DatabaseUnavailable(f"the database has no sidecar tables: {_UPGRADE}")
         try:
@@ -78,7 +77,7 @@ def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
                 return read(session)
         except DBAPIError as exc:
             raise DatabaseUnavailable(
-                f"reading the database failed: {_reason(exc)} (if it is older than this "
+                f"reading the database failed: {_reason(exc, url)} (if it is older than this "
                 "version, run `yarn-sidecar db upgrade`)"
             ) from None
     finally:

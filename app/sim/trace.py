@@ -188,8 +188,10 @@ def queue_name(user: str, queue_by: str) -> str:
     if queue_by == "user":
         return f"u{user}"
     if queue_by.startswith("group:"):
-        check_queue_by(queue_by)
+        # called per row: the rule itself is checked once, up front (``check_queue_by``)
         k = int(queue_by.split(":", 1)[1])
+        if k < 1:
+            raise ValueError("group:K needs K >= 1")
         key = int(user) if user.isdigit() else sum(map(ord, user))
         return f"g{key % k}"
     raise ValueError(f"unknown queue rule {queue_by!r}; use single, user or group:K")
