@@ -1151,48 +1151,101 @@ def _occupancy(
     upto = 0.0
     if band is not None:
         upto = load.jobs_per_s / len(sizes.works) * (1.5 * 2.0**band if band else 1.0)
-        if upto >= offered.max():  # every arrival's run fits in the time since the round
+        if upto >= _largest(load, offered, unit):  # every arrival's run fits since the round
             band = None  # the steady system
-    # prefix length: its pmf and cdf
-    built: dict[int, tuple[Any, Any]] = load.cache.setdefault(
-        ("occupancy", -1 if band is None else band, unit), {}
+    # prefix length: its pmf and cdf; and the lengths built, ascending
+    built: dict[int, tuple[Any, Any]]
+    built, prefixes = load.cache.setdefault(
+        ("occupancy", -1 if band is None else band, unit), ({}, [])
     )
     known = built.get(k)
     if known is not None:
         return known[1]
     if band is not None:  # capped only when built: a round reads each band's system many times
         offered = np.minimum(offered, upto)
-    start = max((j for j in built if j <= k), default=0)
+    below = bisect.bisect_left(prefixes, k)
+    start = prefixes[below - 1] if below else 0
+    prefixes.insert(below, k)
     if start:
         pmf = built[start][0]
     else:
         pmf = np.zeros(units + 1)
         pmf[0] = 1.0
     # by size in units: the summed mean of the counts of the arrivals not yet in ``pmf``
-    means = np.bincount(in_units[start:k], weights=offered[start:k])
-    log_fact = _log_factorials(units)
-    for size in np.flatnonzero(means).tolist():
-        mean = float(means[size])
-        m = np.arange(units // size + 1)
-        log_p = m * math.log(mean) - log_fact[m]
-        count = np.exp(log_p - log_p.max())
-        if len(count) <= _SPARSE_TERMS:  # few terms far apart: shift and add
+    means = np.bincount(in_units[start:k], weights=offered[start:k]).tolist()
+    present = tuple(size for size, mean in enumerate(means) if mean != 0)
+    if present:
+        pmf = _with_counts(pmf, [means[size] for size in present], present, units)
+    cdf = np.cumsum(pmf)
+    built[k] = (pmf, cdf)
+    return cdf
+
+
+def _with_counts(pmf: Any, means: list[float], present: tuple[int, ...], units: int) -> Any:
+    """``pmf`` convolved with a Poisson count of each mean in ``means`` whose every call holds
+    its size in ``present`` (ascending) units, truncated to ``units`` and normalised after each
+    (``_occupancy``)."""
+    # every class's count at once, each scaled to its largest term
+    m, log_fact, offsets, lengths = _counts_of(units, present)
+    log_p = m * np.repeat([math.log(mean) for mean in means], lengths) - log_fact
+    counts = np.exp(log_p - np.repeat(np.maximum.reduceat(log_p, offsets), lengths))
+    for size, first, n in zip(present, offsets.tolist(), lengths.tolist(), strict=True):
+        count = counts[first : first + n]
+        if n <= _SPARSE_TERMS:  # few terms far apart: shift and add
             out = pmf * count[0]
-            for j in range(1, len(count)):
+            for j in range(1, n):
                 out[j * size :] += count[j] * pmf[: units + 1 - j * size]
-        else:
-            kernel = np.zeros(m[-1] * size + 1)
-            kernel[m * size] = count
-            out = np.convolve(pmf, kernel)[: units + 1]
-        total = out.sum()
+        else:  # the convolution, as a correlation with the kernel laid out backwards
+            back = _terms(units, size)[2]
+            kernel = np.zeros(back[0] + 1)
+            kernel[back] = count
+            out = np.correlate(pmf, kernel, "full")[: units + 1]
+        total = _sum(out)
         if total > 0:
             pmf = out / total
         else:  # nothing left within the units: the system is full
             pmf = np.zeros(units + 1)
             pmf[units] = 1.0
-    cdf = np.cumsum(pmf)
-    built[k] = (pmf, cdf)
-    return cdf
+    return pmf
+
+
+# ``ndarray.max`` and ``ndarray.sum`` without their Python wrappers (the same reductions): a
+# round builds thousands of small systems, each a few reductions per class size
+_max = np.maximum.reduce
+_sum = np.add.reduce
+
+
+@functools.cache
+def _terms(units: int, size: int) -> tuple[Any, Any, Any]:
+    """For the counts of a class of ``size`` units on ``units``: ``m = 0 .. units // size`` (its
+    possible counts), ``log m!`` and where each count's term sits in its kernel laid out
+    backwards (``_occupancy``); the same for every round of a cluster."""
+    m = np.arange(units // size + 1)
+    return m, _log_factorials(units)[m], m[-1] * size - m * size
+
+
+@functools.lru_cache(maxsize=4096)
+def _counts_of(units: int, present: tuple[int, ...]) -> tuple[Any, Any, Any, Any]:
+    """``_terms`` of the class sizes ``present`` (ascending), laid end to end: their ``m`` and
+    ``log m!``, where each class's terms start and how many it has."""
+    terms = [_terms(units, size) for size in present]
+    lengths = np.array([len(t[0]) for t in terms])
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return (
+        np.concatenate([t[0] for t in terms]),
+        np.concatenate([t[1] for t in terms]),
+        offsets,
+        lengths,
+    )
+
+
+def _largest(load: Load, offered: Any, unit: int) -> float:
+    """The largest of the recent arrivals' means ``offered`` (``_classes``), kept on ``load``."""
+    key = ("largest", 0, unit)
+    known = load.cache.get(key)
+    if known is None:
+        known = load.cache[key] = float(_max(offered))
+    return float(known)
 
 
 def _blocked(cdf: Any, sizes: Any, level: Any) -> Any:
@@ -1379,7 +1432,8 @@ def _crowded_out(
         # A hold makes no room for anyone: an arrival the loss system finds less often blocked
         # beside it is one that larger arrivals, turned away there, no longer crowd; in the
         # cluster those wait or come back, so that is not counted as a gain.
-        more = _blocked(cdf, need, spares // unit) - _blocked(cdf, need, (spares + hold) // unit)
+        both = _blocked(cdf, need, np.concatenate((spares // unit, (spares + hold) // unit)))
+        more = both[: len(part)] - both[len(part) :]  # without the hold, less with it
         shares = np.maximum(more, 0.0).sum(axis=1) / len(sizes.works)  # of arrivals, per step
         for (a, b, _, _), share in zip(part, shares.tolist(), strict=True):
             if share > 0:
