@@ -7,7 +7,7 @@ into rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -151,12 +151,23 @@ PUSH_STATUS = {
     "reverted": "reverted",
     "revert_failed": "revert_failed",
     "superseded": "drift",
+    # the configuration version moved between the tick's read and its PUT: nothing was sent
+    "conflict": "drift",
 }
+
+
+def concurrent_write(result: PushResult) -> bool:
+    """An applied push whose configuration version moved by more than its own one write: another
+    write landed around it (the actuator's message says which window)."""
+    before, after = result.version_before, result.version_after
+    return result.applied and before is not None and after is not None and after != before + 1
 
 
 def outcome_status(work: Work, result: PushResult | None) -> tuple[str, str]:
     """The decision's status and reason."""
     if result is not None:
+        if concurrent_write(result):
+            return "pushed_concurrent", result.message
         return PUSH_STATUS.get(result.status, result.status), result.message
     if not work.plan.push:
         return "no_change", work.plan.reason
@@ -208,8 +219,14 @@ def floors(
     live: LiveConfig,
     inputs: PolicyInputs,
     admission: Mapping[str, control_floors.Amount],
+    admitted: Mapping[str, int] | None = None,
 ) -> control_floors.Floors:
-    """Every managed queue's floor from the live cluster (``app.control.floors``)."""
+    """Every managed queue's floor from the live cluster (``app.control.floors``).
+
+    ``admitted``: containers the admitted deadline jobs hold per queue (full path or leaf name,
+    as a job names its queue); each counts as one minimum allocation, the least YARN gives a
+    container, and the larger of that and ``admission`` (given outright) is the queue's
+    reservation."""
     settings = live.scheduler
     unit = control_floors.Amount(
         settings.min_allocation_vcores or control_floors.DEFAULT_MIN_ALLOCATION_VCORES,
@@ -219,7 +236,30 @@ def floors(
     scale = parent_fraction(cfg, live)
     parent = control_floors.Amount(inputs.total.vcores * scale, inputs.total.memory_mb * scale)
     queues = sorted(live.values)
-    return control_floors.compute(queues, cfg.floors, unit, source, parent, cfg.bounds, admission)
+    held_by: dict[str, int] = {}
+    for name, containers in (admitted or {}).items():
+        queue = managed_queue(name, queues)
+        if queue is not None:  # else not a queue this controller moves
+            held_by[queue] = held_by.get(queue, 0) + containers
+    reserved = dict(admission)
+    for queue, containers in held_by.items():
+        held = unit.times(containers)
+        given = reserved.get(queue)
+        if given is not None:
+            held = control_floors.Amount(
+                max(held.vcores, given.vcores), max(held.memory_mb, given.memory_mb)
+            )
+        reserved[queue] = held
+    return control_floors.compute(queues, cfg.floors, unit, source, parent, cfg.bounds, reserved)
+
+
+def managed_queue(name: str, queues: Sequence[str]) -> str | None:
+    """The managed queue ``name`` means: its full path, or a leaf name that only one of them
+    ends with (YARN resolves a submission's leaf name so when it is unique)."""
+    if name in queues:
+        return name
+    leaves = [q for q in queues if q.rsplit(".", 1)[-1] == name]
+    return leaves[0] if len(leaves) == 1 else None
 
 
 def parent_fraction(cfg: ControlConfig, live: LiveConfig) -> float:

@@ -387,6 +387,18 @@ def holding_jobs(session: Session) -> list[justice.RunningJob]:
     ]
 
 
+def admitted_containers(session: Session) -> dict[str, int]:
+    """Per queue, the containers the jobs admission let run there hold at least: each holding
+    job's granted vcores plus its ApplicationMaster (YARN starts one per application, whatever
+    the admission policy books for it). What the queue controller keeps those queues at."""
+    stmt = (
+        select(Job.queue, func.sum(func.coalesce(Job.granted_cpus, 0) + 1))
+        .where(Job.state.in_(list(HOLDING_STATES)))
+        .group_by(Job.queue)
+    )
+    return {queue: int(n) for queue, n in session.execute(stmt)}
+
+
 def count_queued(session: Session) -> int:
     """Jobs waiting for admission."""
     return int(session.scalar(select(func.count()).where(Job.state == QUEUED)) or 0)

@@ -45,7 +45,7 @@ from app.control.guard import GuardConfig, Reading
 from app.control.ledger import LedgerState, LedgerStep, integrate
 from app.control.plan import Plan, live_percentages, plan_outcome
 from app.control.tick import Context, TickReport, Work
-from app.db import control_repo, control_rows, leader_repo, repo
+from app.db import control_repo, control_rows, jobs_repo, leader_repo, repo
 from app.db.models import Decision
 from app.db.session import transaction
 from app.domain.live import LiveConfig, PushResult
@@ -101,8 +101,8 @@ class Controller(LoopService):
         self.poll_interval_s = poll_interval_s
         self._lock = asyncio.Lock()
         self.last_report: TickReport | None = None
-        # Resources admission reserved for admitted deadline grants, per queue: that queue's
-        # floor is at least this (``set_admission_floor``).
+        # Resources reserved per queue beyond what the admitted jobs in the database hold
+        # (``set_admission_floor``; each tick also reads those jobs, ``admitted_containers``).
         self.admission_floor: dict[str, control_floors.Amount] = {}
         # This process's leader epoch (``app.services.leader``); None: not fenced (one process).
         self.epoch: Callable[[], int | None] = lambda: None
@@ -268,8 +268,11 @@ class Controller(LoopService):
                 control_rows.baseline_json(baseline_row) if baseline_row is not None else None
             )
             idle_sources = control_repo.idle_baselines(session, ctx.cluster_id, live.parent)
+            # Read at every tick, not handed over by admission: a restart, or admission in
+            # another process, still leaves the deadline queue its admitted grants.
+            admitted = jobs_repo.admitted_containers(session)
         ledger_state = ledger.state if ledger else LedgerState.from_dict(ledger_before)
-        floors = control_tick.floors(cfg, live, inputs, self.admission_floor)
+        floors = control_tick.floors(cfg, live, inputs, self.admission_floor, admitted)
         # The floors are the minimum shares the policies see (Fawkes' m_i).
         floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
         outcome = run_policy(floored, inputs, queues, state, ledger_state)
