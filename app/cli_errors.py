@@ -19,7 +19,7 @@ def database_errors(url: str, revision: str = "head") -> Iterator[None]:
     naming the database, its password masked."""
     from alembic.util import CommandError
     from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, DBAPIError
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
     where = redact_database_url(url)
     try:
@@ -27,6 +27,14 @@ def database_errors(url: str, revision: str = "head") -> Iterator[None]:
     except (ArgumentError, ValueError) as exc:
         # the URL passed the settings' scheme check but not SQLAlchemy's parser (a bad port)
         raise CommandFailed(f"database {where}: invalid URL: {one_line(str(exc), url)}") from None
+    try:
+        # a misspelled driver (``postgresql+psycopg3``) is only found when the dialect loads
+        make_url(url).get_dialect()
+    except NoSuchModuleError:
+        driver = make_url(url).drivername
+        raise CommandFailed(
+            f"database {where}: no database driver {driver!r} (postgresql+psycopg, sqlite)"
+        ) from None
     try:
         yield
     except CommandError as exc:

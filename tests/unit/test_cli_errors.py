@@ -161,6 +161,19 @@ def test_an_unreachable_postgresql_never_shows_its_password(
     assert line.startswith(f"error: database postgresql://u:***@127.0.0.1:{port}/x: ")
 
 
+def test_a_misspelled_database_driver_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", "postgresql+psycopg3://u:s3cret@127.0.0.1:1/x")
+    code, out, err = _cli(capsys, "db", "upgrade")
+    assert code == 1 and "s3cret" not in out + err
+    assert _one_error_line(err) == (
+        "error: database postgresql+psycopg3://u:***@127.0.0.1:1/x: no database driver "
+        "'postgresql+psycopg3' (postgresql+psycopg, sqlite)"
+    )
+    assert _cli(capsys, "tokens", "list")[2] == err
+
+
 def test_policy_run_of_a_file_that_is_not_utf8(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
