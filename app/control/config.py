@@ -11,17 +11,22 @@ Decisions where the issue is silent:
   ``fawkes:<weighting>``; a suffix that contradicts ``params.weighting`` is an error.
 * Queue weights (LTRF's ``w_i``, RRF's share vectors) are a separate map, default 1 per queue;
   Fawkes' minimum shares ``m_i`` are the operator's minimum bounds.
+* Which queues exist is known only from the RM, at each tick, so a bound, floor, weight or
+  baseline keyed by a name that is no managed queue (``a`` for ``root.a``, a queue since removed)
+  is not refused here: ``unmatched_queue_keys`` names it in every tick's decision, where it is
+  ignored. Refusing it would stop the controller whenever an operator removes a queue from YARN
+  before its bound; the simulator also keys these maps by its own queue names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.control import history_view
 from app.control.budget import Bounds, bounds_to_json, parse_bounds
-from app.control.floors import parse_baseline, parse_floors
+from app.control.floors import ANY_QUEUE, parse_baseline, parse_floors
 from app.policies import registry
 from app.policies.base import PolicyError, PolicySpec
 from app.policies.base import finite_number as _number
@@ -203,6 +208,25 @@ def overlay(base: ControlConfig, changes: Mapping[str, Any]) -> ControlConfig:
         floors=changes.get("floors", current["floors"]),
         baseline=changes.get("baseline", current["baseline"]),
     )
+
+
+def unmatched_queue_keys(cfg: ControlConfig, queues: Iterable[str]) -> list[str]:
+    """A note for every key of ``bounds``, ``floors``, ``weights`` and ``baseline`` that names
+    none of ``queues`` (the managed queues the RM holds); ``"*"`` of ``floors`` names them all."""
+    managed = set(queues)
+    maps: dict[str, Iterable[str]] = {
+        "bounds": cfg.bounds,
+        "floors": (q for q in cfg.floors if q != ANY_QUEUE),
+        "weights": cfg.weights,
+        "baseline": cfg.baseline,
+    }
+    notes = []
+    for name, keys in maps.items():
+        for key in sorted(k for k in keys if k not in managed):
+            path = f"{cfg.managed_parent}.{key}"
+            hint = f" (did you mean {path}?)" if path in managed else ""
+            notes.append(f"{name}.{key} names no queue under {cfg.managed_parent}: ignored{hint}")
+    return notes
 
 
 def _user_params(cfg: ControlConfig) -> dict[str, Any]:

@@ -24,7 +24,10 @@ Decisions where the papers and docs are silent:
 * When the floors of all queues exceed 100 % (a cluster too small for every queue's
   ApplicationMaster), the part above the operator's minimums is scaled down in proportion so the
   floors sum to 100 %, and the decision says so.
-* Unknown cluster size (no running NodeManager): no container floor, only the operator's bounds.
+* Unknown cluster size (no running NodeManager, e.g. while they re-register after an RM restart):
+  container and admission floors cannot be sized; ``Floors.unsized`` names the queues that have
+  one, and the plan then pushes nothing (``app.control.plan.plan_outcome``) rather than plan
+  without them.
 """
 
 from __future__ import annotations
@@ -171,6 +174,8 @@ class Floors:
     parent: Amount
     scaled: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Queues whose container or admission floor could not be sized (parent resources unknown).
+    unsized: tuple[str, ...] = ()
 
     def bounds(self, operator: Mapping[str, Bounds]) -> dict[str, Bounds]:
         """The operator's bounds with every minimum raised to its queue's floor."""
@@ -209,8 +214,14 @@ def compute(
     admission = admission or {}
     known = parent.vcores > 0 and parent.memory_mb > 0
     notes: list[str] = []
-    if not known:
-        notes.append("parent resources unknown (no running NodeManager): operator bounds only")
+    unsized = tuple(q for q in sorted(queues) if containers_for(q, floors) or admission.get(q))
+    if known or not unsized:
+        unsized = ()
+    else:
+        notes.append(
+            "parent resources unknown (no running NodeManager): the floors of "
+            f"{', '.join(unsized)} cannot be sized"
+        )
     lines: dict[str, QueueFloor] = {}
     for q in sorted(queues):
         bound = operator.get(q, NO_BOUNDS)
@@ -237,12 +248,12 @@ def compute(
         )
     total = sum(f.floor_h for f in lines.values())
     if total <= TOTAL:
-        return Floors(lines, unit, unit_source, parent, False, tuple(notes))
+        return Floors(lines, unit, unit_source, parent, False, tuple(notes), unsized)
     notes.append(
         f"floors sum to {format_hundredths(total)} > 100: the part above the operator's "
         "minimums is scaled down to fit"
     )
-    return Floors(_scaled(lines), unit, unit_source, parent, True, tuple(notes))
+    return Floors(_scaled(lines), unit, unit_source, parent, True, tuple(notes), unsized)
 
 
 def _scaled(lines: Mapping[str, QueueFloor]) -> dict[str, QueueFloor]:

@@ -19,6 +19,11 @@ Decisions where the paper is silent:
   readings the guard holds its current caps, neither tightening on noise nor releasing blind.
 * The values restored are the live ``maximum-capacity`` at the first violation of an episode; a
   violation during the restore tightens again from where the restore had got to.
+* Every step (down, held, or back up) starts from the ``maximum-capacity`` the RM holds now, not
+  from the caps the guard stored: a tick that pushed nothing (advise mode, drift, a refused or
+  failed push) still advances the episode (its calm count, its audit) but moves no cap, so the
+  first push that lands moves each queue by at most ``step_pp``. The stored ``caps`` are what the
+  guard asked for at its last tick.
 """
 
 from __future__ import annotations
@@ -170,14 +175,13 @@ def step(
     floor = {q: max(live_capacity_h.get(q, 0), round(cfg.floor_pp * 100)) for q in queues}
     if violated:
         baseline = _ints(state["baseline"]) if active else {q: live_max_h[q] for q in queues}
-        before = _ints(state["caps"]) if active else dict(baseline)
-        caps = {q: max(floor.get(q, 0), before.get(q, h) - step_h) for q, h in baseline.items()}
+        caps = {q: max(floor.get(q, 0), live_max_h.get(q, h) - step_h) for q, h in baseline.items()}
         why = f"SLO {', '.join(violated)} violated: batch queues' maximum-capacity lowered"
         return GuardStep({"baseline": baseline, "caps": caps, "calm": 0}, caps, why)
     if not active:
         return GuardStep({}, {}, "every SLO holds" if known else "no SLO could be read")
     baseline = _ints(state["baseline"])
-    caps = {q: max(floor.get(q, 0), h) for q, h in _ints(state["caps"]).items()}
+    caps = {q: max(floor.get(q, 0), live_max_h.get(q, h)) for q, h in baseline.items()}
     if not known:
         return GuardStep(dict(state), caps, "no SLO could be read: caps held")
     calm = int(state.get("calm", 0)) + 1

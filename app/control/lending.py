@@ -12,9 +12,15 @@ Per rectangle of the ledger (usage ``u_i`` and entitlement ``e_i`` in vcores, he
 * the debt moves by ``lent_i - borrowed_i``: the debts of all queues always sum to 0, and an
   interval in which nobody borrowed (an idle cluster) changes no debt.
 
+When the queues use more than the entitlements cover (``B > S``: usage on a NodeManager that is
+not counted in the cluster's size, such as one being decommissioned that still runs containers,
+or a poll taken before the NodeManagers re-registered), the lenders lend all their spare and each
+borrower is charged its part of that, ``borrowed_j = b_j * S / B``: what no queue could have lent
+is no debt, so the debts still sum to 0.
+
 ``entitlement`` mode is the former reading, kept as an option: the debt moves by ``e_i - u_i``,
 so an entitled queue "lends" its unused entitlement even when nobody uses it. Entitlements sum to
-the cluster (over the entitled queues) and usage never exceeds it, so ``B <= S`` always holds and
+the cluster (over the entitled queues) and usage normally does not exceed it, so ``B <= S`` and
 the two modes agree whenever the cluster is fully used.
 """
 
@@ -59,4 +65,5 @@ def loans(used: Mapping[str, float], entitlement: Mapping[str, float], mode: str
         # every unused entitled vcore counts as lent, whether or not anyone used it
         return Loans(spare, beyond, to)
     lent = {q: sum(to.get(q, {}).values()) for q in names}
-    return Loans(lent, beyond, to)
+    covered = min(1.0, total_spare / total_beyond) if total_beyond > 0 else 0.0
+    return Loans(lent, {q: b * covered for q, b in beyond.items()}, to)

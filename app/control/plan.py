@@ -18,7 +18,12 @@ Decisions where the issue is silent:
   queues borrow up to the whole cluster) replace the live value, but never go below the planned
   capacity.
 * When the live capacities are outside the bounds (a queue below its floor), they are first
-  projected into them in full, and the step limit applies from there.
+  projected into them in full, however small that move (the minimum change does not apply), and
+  the step limit applies from there. RRF's absolute path likewise skips the minimum change when
+  it lifts a live queue to its floor.
+* When the floors cannot be sized (no running NodeManager, so the cluster's size is unknown),
+  nothing is pushed: planning without them could drive a queue below the floor it had one poll
+  earlier.
 * When the live capacities do not sum to exactly 100.00 (e.g. three queues at 33.33 after a hand
   edit) the step limit is waived: a fraction of the way between a non-100 and a 100 vector does
   not sum to 100.
@@ -27,7 +32,9 @@ Decisions where the issue is silent:
   root, so percentage bounds are refused with RRF, see ``config``); their ``maximum-capacity``
   is the whole cluster, so queues can still borrow. A live percentage counts as that fraction of
   the cluster, so the switch from percentages is step-limited too (and always pushed: the
-  siblings must all change mode in one PUT).
+  siblings must all change mode in one PUT). Amounts that are not finite or are negative are
+  refused (``PolicyError``, as the percentage path refuses such shares); amounts summing to more
+  than the cluster are scaled down to it, since no queue can be guaranteed more.
 * The way back, absolute live capacities under a percentage policy, counts each as its dominant
   share of the cluster (of the siblings' sum when the totals are unknown), so the step limit
   holds from what the queues guarantee now; every such line is sent as a percentage (an absolute
@@ -60,6 +67,7 @@ from app.control.budget import (
 from app.control.drift import QueueValues, normalise
 from app.control.floors import Floors, lift_amounts
 from app.domain.outcome import PolicyOutcome
+from app.policies.base import finite_number
 from app.policies.rounding import absolute_capacities, capacity_hundredths
 
 CAPACITY = "capacity"
@@ -284,7 +292,9 @@ def percent_plan(
     target = _target(shares, queues, limits.bounds)
     bounded, bound_reasons = project_to_bounds(target, limits.bounds)
     change = largest_change(live_cap, bounded)
-    if change < max(limits.min_change_h, 1):
+    # The minimum change keeps small moves from churning the queues; it never keeps a live queue
+    # outside its bounds (below its floor), which ``_step`` moves into them at once.
+    if change < max(limits.min_change_h, 1) and within_bounds(live_cap, limits.bounds):
         size, floor = format_hundredths(change), format_hundredths(limits.min_change_h)
         why = "no change" if change == 0 else f"largest change {size} pp < minimum {floor} pp"
         steps = _Steps(target, bounded, live_cap, live_cap, live_max)
@@ -377,26 +387,44 @@ def _live_amounts(value: str | None, cluster: Mapping[str, float]) -> dict[str, 
     return {r: fraction * cluster[r] for r in RESOURCES}
 
 
+def _checked_amounts(alloc: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Absolute amounts per queue; ``PolicyError`` naming ``amounts.<queue>.<resource>`` for a
+    value that is not a finite number >= 0."""
+    return {
+        q: {r: finite_number(a.get(r, 0.0), f"amounts.{q}.{r}", low=0) for r in RESOURCES}
+        for q, a in alloc.items()
+    }
+
+
 def absolute_plan(
     alloc: Mapping[str, Mapping[str, float]],
     live: QueueValues,
     cluster: Mapping[str, float],
     max_step: float,
     min_change: float,
+    minimums: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Plan:
     """RRF's absolute capacities for the live queues, step-limited; ``maximum-capacity`` = the
     whole cluster so queues still borrow.
 
-    ``alloc`` and ``cluster`` are ``{"vcores": n, "memory": MB}``; ``max_step`` and
-    ``min_change`` are fractions of the cluster per resource. Every queue moves the same fraction
-    of its way (as ``budget.limit_step``); whole vcores and MB by largest remainder
-    (``rounding.absolute_capacities``), so a step can exceed the limit by that one unit.
+    ``alloc``, ``cluster`` and ``minimums`` (the queues' floors) are ``{"vcores": n, "memory":
+    MB}``; ``max_step`` and ``min_change`` are fractions of the cluster per resource. Every queue
+    moves the same fraction of its way (as ``budget.limit_step``); whole vcores and MB by largest
+    remainder (``rounding.absolute_capacities``), so a step can exceed the limit by that one unit.
     """
+    checked = _checked_amounts(alloc)
     queues = sorted(live)
     if not queues or any(cluster[r] <= 0 for r in RESOURCES):
         return unchanged(live, "no queue under the managed parent, or an empty cluster")
     now = {q: _live_amounts(live[q].get(CAPACITY), cluster) for q in queues}
-    want = {q: {r: float(alloc.get(q, {}).get(r, 0.0)) for r in RESOURCES} for q in queues}
+    want = {q: {r: checked.get(q, {}).get(r, 0.0) for r in RESOURCES} for q in queues}
+    why = "moved {fraction:.4f} of the way to RRF's allocation"
+    for r in RESOURCES:
+        wanted = sum(want[q][r] for q in queues)
+        if wanted > cluster[r]:
+            for q in queues:
+                want[q][r] *= cluster[r] / wanted
+            why += f"; allocations scaled to the cluster's {r}"
     moves = [abs(want[q][r] - now[q][r]) / cluster[r] for q in queues for r in RESOURCES]
     biggest = max(moves, default=0.0)
     fraction = 1.0 if biggest <= max_step else max_step / biggest
@@ -411,12 +439,19 @@ def absolute_plan(
             dict(live[q]),
             {CAPACITY: strings[q], MAX_CAPACITY: top},
             {"live": now[q], "target": want[q], "planned": exact[q]},
-            (f"moved {fraction:.4f} of the way to RRF's allocation",),
+            (why.format(fraction=fraction),),
         )
         for q in queues
     }
     switching = any(not isinstance(normalise(v.get(CAPACITY)), tuple) for v in live.values())
-    if biggest < min_change and not switching:
+    floors = minimums or {}
+    lifting = any(
+        now[q][r] < floors[q].get(r, 0.0) - 1e-9 and want[q][r] > now[q][r]
+        for q in queues
+        if q in floors
+        for r in RESOURCES
+    )
+    if biggest < min_change and not switching and not lifting:
         reason = f"largest move {biggest:.4f} of the cluster < minimum change {min_change:.4f}"
         return unchanged(live, reason)
     plan = Plan(lines, push=True, reason=f"absolute capacities, {fraction:.4f} of the way")
@@ -440,11 +475,22 @@ def plan_outcome(
     shares (or RRF's absolute amounts) against the live queue values, within the operator's bounds
     raised to the queues' minimum shares (``floors``), the step limit and the minimum change.
     ``total`` is ``{"vcores": n, "memory": MB}``."""
+    if floors is not None and floors.unsized:
+        return unchanged(
+            live,
+            "cluster size unknown (no running NodeManager): the floors of "
+            f"{', '.join(floors.unsized)} cannot be sized, so nothing is pushed",
+        )
     if outcome.amounts is not None:
-        amounts = outcome.amounts
+        amounts = _checked_amounts(outcome.amounts)
+        minimums = None
         if floors is not None:
             amounts = lift_amounts(amounts, floors, total)
-        return absolute_plan(amounts, live, total, max_step_pp / 100, min_change_pp / 100)
+            minimums = {
+                q: {"vcores": f.amount.vcores, "memory": f.amount.memory_mb}
+                for q, f in floors.queues.items()
+            }
+        return absolute_plan(amounts, live, total, max_step_pp / 100, min_change_pp / 100, minimums)
     if outcome.shares is None:
         return unchanged(live, outcome.note or "the policy decided no shares")
     limits = Limits(

@@ -1,19 +1,60 @@
 """Audit and push rows of the queue controller (``docs/style.md``, "Habits": every decision
 recorded with its reasons): a tick's ``Work`` (``app.control.tick``) as ``decisions`` and
-``config_pushes`` rows, and a stored configuration as ``PUT /policy`` changes."""
+``config_pushes`` rows, and the ``PUT /policy`` configuration stored and read back as the changes
+the operator made."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from app.control.config import ControlConfig
 from app.control.tick import KIND, PUSHING, Work, audit_inputs, audit_outputs
+from app.db import control_repo
 from app.db.control_models import ConfigPush
 from app.db.models import Decision
 from app.domain.live import LiveConfig, PushResult
 
+# The fields an operator set through ``PUT /policy``, kept in the row's ``limits``. The row's
+# columns hold the whole configuration in force when it was saved (mode, policy ...), but only
+# these override the settings at the next start: a PUT that tuned a parameter must not pin the
+# mode the process happened to run in then.
+OPERATOR_FIELDS = "operator_fields"
+
+
+def save_operator_config(
+    session: Session,
+    cluster_id: int,
+    cfg: ControlConfig,
+    changes: Mapping[str, Any],
+    now_ms: int,
+) -> None:
+    """Store ``cfg`` after ``PUT /policy`` ``changes``, with the fields set by the operator: these
+    and those of earlier PUTs. Parameters belong to their policy, so setting them sets it too."""
+    before = control_repo.get_control_config(session, cluster_id)
+    fields = set(changes) | (set(_operator_fields(before)) if before is not None else set())
+    if "params" in fields:
+        fields.add("policy")
+    row = control_repo.save_control_config(session, cluster_id, cfg.to_dict(), now_ms)
+    row.limits = {**row.limits, OPERATOR_FIELDS: sorted(fields)}
+
+
+def _operator_fields(row: Any) -> list[str]:
+    """The fields an operator set; a row stored before they were recorded counts as all of its
+    fields (as it was read then)."""
+    fields = dict(row.limits or {}).get(OPERATOR_FIELDS)
+    return list(fields) if isinstance(fields, list) else list(_all_changes(row))
+
 
 def stored_changes(row: Any) -> dict[str, Any]:
-    """A ``control_configs`` row as ``overlay`` changes."""
+    """A ``control_configs`` row as ``overlay`` changes: the fields the operator set."""
+    fields = set(_operator_fields(row))
+    return {k: v for k, v in _all_changes(row).items() if k in fields}
+
+
+def _all_changes(row: Any) -> dict[str, Any]:
     limits = dict(row.limits or {})
     out: dict[str, Any] = {
         "policy": row.policy,

@@ -36,7 +36,9 @@ class LiveConfig:
 @dataclass(frozen=True, slots=True)
 class PushResult:
     """What happened to one push. ``status``: applied, rejected (validation or PUT), unavailable
-    (retries exhausted; nothing applied), unverified (PUT answered, read-back failed), reverted
+    (no RM reached; nothing applied), conflict (the configuration version moved after the tick
+    read it; nothing sent), unverified (PUT answered but the read-back failed, or sent and not
+    answered and the RM does not hold it yet: a later tick settles it), reverted
     (read-back differed, previous values restored and read back), revert_failed, superseded
     (read-back differed and the version shows another write after ours: nothing restored)."""
 

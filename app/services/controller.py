@@ -52,6 +52,7 @@ from app.domain.live import LiveConfig, PushResult
 from app.domain.observation import Cursors, PolicyInputs
 from app.domain.outcome import PolicyOutcome
 from app.policies.base import PolicyError
+from app.redact import redact_text
 from app.services import slo
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.services.policy_inputs import load_inputs, load_polls
@@ -149,7 +150,7 @@ class Controller(LoopService):
             ctx = self.load_context(session, now_ms)
             cfg = control_config.overlay(ctx.cfg, changes)
             control_config.check_observable(cfg, self.observable)
-            control_repo.save_control_config(session, ctx.cluster_id, cfg.to_dict(), now_ms)
+            control_rows.save_operator_config(session, ctx.cluster_id, cfg, changes, now_ms)
             if live is not None:
                 control_repo.add_push(
                     session, control_rows.baseline_row(ctx.cluster_id, live, now_ms)
@@ -194,6 +195,12 @@ class Controller(LoopService):
                 return await self._record_skip(ctx, now_ms, "rm_error", exc.message)
             except PolicyError as exc:
                 return await self._record_skip(ctx, now_ms, "policy_error", str(exc))
+            except Exception as exc:
+                # Nothing was written or sent yet: the tick's failure is recorded like any other
+                # outcome, so the audit trail has no silent gap.
+                self.log.exception("controller tick failed before deciding")
+                why = f"tick failed: {type(exc).__name__}: {redact_text(str(exc))[:300]}"
+                return await self._record_skip(ctx, now_ms, "failed", why)
             if control_tick.pushes(work):
                 # Write-ahead: were the process to die between the PUT and the commit, the next
                 # tick finds this push and its decision, and settles both from what the RM holds.
@@ -377,8 +384,15 @@ class Controller(LoopService):
     def _commit(self, work: Work, result: PushResult | None) -> TickReport:
         status, reason = control_tick.outcome_status(work, result)
         cfg, cid = work.ctx.cfg, work.ctx.cluster_id
+        # An entry keyed by no managed queue is ignored by the plan; every decision says so, in
+        # its reason, so that a typo (``a`` for ``root.a``) cannot go unnoticed.
+        unmatched = control_config.unmatched_queue_keys(cfg, work.live.values)
+        if unmatched:
+            reason = "; ".join([reason.rstrip("."), *unmatched])
         with transaction(self.sessions) as session:
             row = control_rows.decision_row(work, result, status, reason)
+            if unmatched:
+                row.outputs = {**row.outputs, "unmatched_queue_keys": unmatched}
             if work.pending_decision_id is not None:
                 decision = control_repo.complete_decision(session, work.pending_decision_id, row)
             else:

@@ -6,14 +6,20 @@ actuator"; ``docs/yarn.md`` section 5).
 mutable) and its configuration version. ``push`` applies a change set as ONE
 ``PUT /scheduler-conf`` after ``POST /scheduler-conf/validate``, reads the result back and, if
 the RM holds anything but what was sent, restores the previous values with a second PUT, but
-only when the configuration version shows that ours was the only write since it was read (an
-operator's concurrent edit is never overwritten; it is reported instead).
+only when the configuration version shows that ours was the only write since it was read (a
+restore never overwrites an operator's concurrent edit; it is reported instead).
 
-Failures follow ``app.yarn.errors``: ``RMUnavailable`` is retried with exponential backoff
-(before re-sending a PUT the configuration is read back, so a PUT that landed but whose answer was
-lost is not sent twice, and after the last failed attempt the RM is read once more before
-reporting that nothing was applied); ``RMRejected`` is final and its message (the RM's own text)
-is returned.
+The RM's mutation API has no compare-and-set, so concurrent writes are caught by the
+configuration version: read again right before the PUT (moved since the tick read it: nothing is
+sent, ``conflict``), and after it (moved by more than our one write: another write landed around
+ours, said in the result).
+
+Failures follow ``app.yarn.errors``: a PUT that provably reached no RM (``RMUnreachable``) is
+re-sent with exponential backoff, each time after the version check; a PUT that was sent and not
+answered (any other ``RMUnavailable``) is never re-sent, as the RM may still apply it: the RM is
+read back once, and unless it holds the pushed values the push stays ``unverified`` for the next
+tick to settle (``app.control.tick.settle_pending``). ``RMRejected`` is final and its message
+(the RM's own text) is returned.
 The RM applies or reverts a mutation as a whole (``docs/yarn.md`` 5.2), so a push is never half
 applied; the read-back makes sure of it.
 """
@@ -29,7 +35,7 @@ from app.control.budget import format_hundredths, to_hundredths
 from app.control.drift import QueueValues, differences
 from app.domain.live import LiveConfig, PushResult
 from app.domain.model import QueueState, SchedulerSettings
-from app.yarn.errors import RMError, RMRejected, RMUnavailable
+from app.yarn.errors import RMError, RMRejected, RMUnavailable, RMUnreachable
 from app.yarn.wire import SchedConfUpdate
 
 log = logging.getLogger(__name__)
@@ -142,36 +148,77 @@ class Actuator:
             return PushResult("rejected", f"validation: {exc.message}", 0, version_before)
         except RMUnavailable as exc:
             return PushResult("unavailable", f"validation: {exc.message}", 0, version_before)
-        try:
-            message, attempts = await self._put(parent, changes)
-        except RMRejected as exc:
-            return PushResult("rejected", exc.message, 1, version_before)
-        except RMUnavailable as exc:
-            return await self._after_lost_put(parent, changes, exc.message, version_before)
+        sent = await self._put(parent, changes, version_before)
+        if isinstance(sent, PushResult):
+            return sent
+        message, attempts = sent
         return await self._verify(parent, changes, previous, message, attempts, version_before)
 
-    async def _put(self, parent: str, changes: Mapping[str, Mapping[str, str]]) -> tuple[str, int]:
-        """One PUT; after a temporary failure, re-send only if the RM does not hold it yet."""
+    async def _put(
+        self, parent: str, changes: QueueValues, version_before: int | None
+    ) -> tuple[str, int] | PushResult:
+        """The PUT and its attempts, or the result when it was not answered. Each attempt is
+        preceded by the version check; only an attempt that reached no RM is sent again."""
         update = SchedConfUpdate(update_queues=changes)
         attempt = 0
         while True:
+            conflict = await self._written_since(version_before, attempt)
+            if conflict is not None:
+                return conflict
             attempt += 1
             try:
                 return await self.client.update_scheduler_conf(update), attempt
-            except RMUnavailable:
+            except RMRejected as exc:
+                return PushResult("rejected", exc.message, attempt, version_before)
+            except RMUnreachable as exc:
                 if attempt > self.retries:
-                    raise
+                    return PushResult("unavailable", exc.message, attempt, version_before)
                 await self._sleep(self.backoff_s * 2 ** (attempt - 1))
-                if await self._holds(parent, changes):
-                    return "applied (the answer to an earlier attempt was lost)", attempt
+            except RMUnavailable as exc:
+                return await self._after_lost_put(
+                    parent, changes, exc.message, attempt, version_before
+                )
+
+    async def _written_since(self, version_before: int | None, attempts: int) -> PushResult | None:
+        """``conflict`` when the configuration version moved since the tick read it: another
+        write landed in between, and a PUT now could overwrite it."""
+        if version_before is None:
+            return None  # no version to compare (read_live found no mutable store)
+        try:
+            now, _ = await self._retrying(self.client.scheduler_conf_version)
+        except RMError as exc:
+            return PushResult(
+                "unavailable",
+                f"configuration version unreadable before the PUT: {exc.message}",
+                attempts,
+                version_before,
+            )
+        if now == version_before:
+            return None
+        log.error("configuration version moved from %s to %s before the PUT", version_before, now)
+        return PushResult(
+            "conflict",
+            f"the configuration version moved from {version_before} to {now} after this tick "
+            "read it: another write landed, so nothing was sent (not overwritten)",
+            attempts,
+            version_before,
+        )
 
     async def _after_lost_put(
-        self, parent: str, changes: QueueValues, message: str, version_before: int | None
+        self,
+        parent: str,
+        changes: QueueValues,
+        message: str,
+        attempts: int,
+        version_before: int | None,
     ) -> PushResult:
-        """The last attempt failed too, but its PUT may still have landed: the RM decides."""
-        attempts = self.retries + 1
+        """The PUT was sent and not answered: the RM may have applied it, may apply it later (it
+        finishes a request the client gave up on) or never. It is not sent again, since a second
+        copy in flight could land after an operator's next edit and overwrite it; unless the RM
+        already holds it, the push stays ``unverified`` and the next tick settles it."""
+        await self._sleep(self.backoff_s)
         try:
-            live = await self.read_live(parent)
+            live, _ = await self._retrying(lambda: self.read_live(parent))
         except RMError as exc:
             return PushResult(
                 "unverified",
@@ -180,22 +227,18 @@ class Actuator:
                 version_before,
             )
         if differences(changes, live.values):
-            return PushResult("unavailable", message, attempts, version_before)
-        return PushResult(
-            "applied",
-            f"applied (the answer to the last attempt was lost: {message})",
-            attempts,
-            version_before,
-            live.version,
-            live.values,
+            return PushResult(
+                "unverified",
+                f"{message}; the RM does not hold the pushed values (configuration version "
+                f"{live.version}) but may still apply them: not re-sent, the next tick settles it",
+                attempts,
+                version_before,
+                None,
+                live.values,
+            )
+        return applied_result(
+            f"applied (the answer was lost: {message})", attempts, version_before, live
         )
-
-    async def _holds(self, parent: str, changes: QueueValues) -> bool:
-        try:
-            live = await self.read_live(parent)
-        except RMError:
-            return False
-        return not differences(changes, live.values)
 
     async def _verify(
         self,
@@ -217,9 +260,7 @@ class Actuator:
             )
         mismatches = differences(changes, live.values)
         if not mismatches:
-            return PushResult(
-                "applied", message, attempts, version_before, live.version, live.values
-            )
+            return applied_result(message, attempts, version_before, live)
         if not only_our_write(version_before, live.version):
             # Someone else wrote after our PUT: restoring would overwrite their edit. Our write
             # did land, but its version is unknown, so the controller compares values (drift).
@@ -263,6 +304,27 @@ class Actuator:
             log.error("the restored configuration reads back differently: %s", left)
             return "revert_failed", f"restore read back differently: {left}"
         return "reverted", "previous values restored"
+
+
+def applied_result(
+    message: str, attempts: int, version_before: int | None, live: LiveConfig
+) -> PushResult:
+    """The RM holds the pushed values; a version that moved by more than our one write says that
+    another write landed between the check before the PUT and the read-back. That window is what
+    remains without compare-and-set: if the other write changed these queues before our PUT, ours
+    overwrote it, so the result says so."""
+    known = version_before is not None and live.version is not None
+    if known and not only_our_write(version_before, live.version):
+        log.error(
+            "another write landed around the PUT: version %s -> %s", version_before, live.version
+        )
+        message = (
+            f"{message}; the configuration version moved from {version_before} to "
+            f"{live.version}, not by one: another write landed between this tick's last "
+            "check and the read-back (if it changed these queues before the PUT, the PUT "
+            "overwrote it)"
+        )
+    return PushResult("applied", message, attempts, version_before, live.version, live.values)
 
 
 def only_our_write(version_before: int | None, version_now: int | None) -> bool:

@@ -60,7 +60,7 @@ from app.domain.model import (
 )
 from app.redact import redact_url
 from app.yarn import mapping, wire
-from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable, RMUnreachable
 from app.yarn.pooled import PooledClient
 from app.yarn.wire import NewApplication, SchedConfUpdate
 
@@ -491,7 +491,11 @@ class RMClient(PooledClient):
             resp = await self._one_round(request, retry, failures)
             if resp is not None:
                 return resp
-        raise RMUnavailable(f"no active RM answered {method} {path}: " + "; ".join(failures[-3:]))
+        message = f"no active RM answered {method} {path}: " + "; ".join(failures[-3:])
+        if retry is _Retry.UNSENT_ONLY:
+            # a sent attempt is raised at once (``_one_round``): this write reached no RM
+            raise RMUnreachable(message)
+        raise RMUnavailable(message)
 
     async def _one_round(
         self, request: _Send, retry: _Retry, failures: list[str]

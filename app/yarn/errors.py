@@ -22,6 +22,11 @@ class RMUnavailable(RMError):
     """Temporary: refused connections, timeouts, 5xx, or only standby RMs after trying them all."""
 
 
+class RMUnreachable(RMUnavailable):
+    """Temporary, and the request provably reached no RM (every attempt failed before sending:
+    refused or timed-out connections, standby RMs): a write was not applied and may be re-sent."""
+
+
 class RMRejected(RMError):
     """Permanent: the RM answered 4xx; ``message`` is its own text (RemoteException or plain)."""
 

@@ -24,9 +24,11 @@ class PushOut(BaseModel):
     pushed_at: dt.datetime = Field(description="When the tick decided it.")
     parent: str
     status: str = Field(
-        description="pending (in flight), applied, rejected, unavailable, reverted, "
-        "revert_failed, superseded, baseline (an accepted live configuration), not_applied or "
-        "unknown (settled by a later tick from the RM's configuration version and values)."
+        description="pending (in flight, or sent and not answered), applied, rejected, "
+        "unavailable (reached no RM), conflict (nothing sent: the configuration version moved "
+        "after the tick read it), reverted, revert_failed, superseded, baseline (an accepted "
+        "live configuration), not_applied or unknown (settled by a later tick from the RM's "
+        "configuration version and values)."
     )
     values: dict[str, Any] = Field(description="What was sent, per queue.")
     previous: dict[str, Any] = Field(description="What the RM held before, per queue.")

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from app.domain.model import QueueState, SchedulerSettings
-from app.yarn.errors import RMRejected, RMUnavailable
+from app.yarn.errors import RMRejected, RMUnavailable, RMUnreachable
 from app.yarn.wire import SchedConfUpdate
 from tests.factories import queue
 
@@ -21,7 +21,7 @@ class FakeRM:
     conf: dict[str, dict[str, str]]
     version: int = 1
     down: bool = False
-    put_failures: int = 0  # the next N PUTs raise RMUnavailable
+    put_failures: int = 0  # the next N PUTs raise RMUnreachable (never sent)
     apply_before_failing: bool = False  # ... after applying (the answer was lost)
     corrupt: dict[str, str] = field(default_factory=dict)  # next PUT: queue -> value kept instead
     puts: list[dict[str, dict[str, str]]] = field(default_factory=list)
@@ -98,7 +98,7 @@ class FakeRM:
         self.puts.append({q: dict(v) for q, v in update.update_queues.items()})
         if self.put_failures and not self.apply_before_failing:
             self.put_failures -= 1
-            raise RMUnavailable("read timeout")
+            raise RMUnreachable("connection refused")
         merged = self._merged(update)
         for q, cap in self.corrupt.items():
             if q in update.update_queues:

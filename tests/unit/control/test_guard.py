@@ -66,7 +66,11 @@ def test_floor_pp_keeps_batch_queues_above_it() -> None:
     cfg = GuardConfig(CFG.slos, ("root.etl",), step_pp=50, floor_pp=35)
     assert step({}, bad(), CAP, MAX, cfg).targets == {"root.etl": 5000}
     assert step(
-        {"baseline": {"root.etl": 10000}, "caps": {"root.etl": 5000}}, bad(), CAP, MAX, cfg
+        {"baseline": {"root.etl": 10000}, "caps": {"root.etl": 5000}},
+        bad(),
+        CAP,
+        {"root.etl": 5000},
+        cfg,
     ).targets == {"root.etl": 3500}
 
 
