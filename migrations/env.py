@@ -1,9 +1,12 @@
-"""Alembic environment: the sidecar's models are the target metadata."""
+"""Alembic environment: the sidecar's models are the target metadata; on SQLite, migrations run
+with foreign keys unenforced (a batch rebuild would cascade) and checked afterwards."""
 
 from __future__ import annotations
 
-from alembic import context
-from sqlalchemy import pool
+from collections import Counter
+
+from alembic import context, util
+from sqlalchemy import Connection, pool
 
 from app.db.models import Base
 from app.db.session import make_engine
@@ -30,11 +33,21 @@ def run_migrations_online() -> None:
     assert url is not None
     engine = make_engine(url, poolclass=pool.NullPool)
     with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # Batch mode rebuilds a SQLite table by copy, drop and rename; with foreign keys
+            # enforced the DROP fires the children's ON DELETE CASCADE / SET NULL and takes their
+            # rows or references with it. SQLite ignores this pragma inside a transaction, so it
+            # is set (and committed) before Alembic begins one.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
+        applied: list[object] = []
         context.configure(
             connection=connection,
             target_metadata=target_metadata,
-            render_as_batch=connection.dialect.name == "sqlite",
+            render_as_batch=sqlite,
             compare_type=True,
+            on_version_apply=lambda **step: applied.append(step),
         )
         with context.begin_transaction():
             if connection.dialect.name == "postgresql":
@@ -43,7 +56,22 @@ def run_migrations_online() -> None:
                 # database at head. Released with the transaction.
                 connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             context.run_migrations()
+        if sqlite and applied:
+            # Only after a step ran: the check reads every child row, too slow for each start.
+            _check_foreign_keys(connection)
     engine.dispose()
+
+
+def _check_foreign_keys(connection: Connection) -> None:
+    """Fail the migration when, with enforcement off, it left a row pointing at no parent: the
+    sidecar would run on with foreign keys that no longer hold."""
+    violations = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+    connection.commit()
+    if not violations:
+        return
+    counts = Counter(f"{table} -> {parent}" for table, _rowid, parent, _fkid in violations)
+    listed = ", ".join(f"{pair}: {n} rows" for pair, n in sorted(counts.items()))
+    raise util.CommandError(f"after migrating, rows point at no parent row ({listed})")
 
 
 if context.is_offline_mode():

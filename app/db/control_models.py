@@ -90,7 +90,11 @@ class ConfigPush(Base):
     """One scheduler-configuration PUT: the values sent, the values they replaced, the outcome."""
 
     __tablename__ = "config_pushes"
-    __table_args__ = (Index("ix_config_pushes_cluster_pushed", "cluster_id", "pushed_ms"),)
+    __table_args__ = (
+        Index("ix_config_pushes_cluster_pushed", "cluster_id", "pushed_ms"),
+        # Retention's delete of a decision finds the pushes that point at it by this index.
+        Index("ix_config_pushes_decision", "decision_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     cluster_id: Mapped[int] = mapped_column(ForeignKey("clusters.id", ondelete="CASCADE"))

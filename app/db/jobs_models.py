@@ -97,7 +97,11 @@ class JobDecision(Base):
     """One decision or lifecycle step of a job, with the numbers behind it."""
 
     __tablename__ = "job_decisions"
-    __table_args__ = (Index("ix_job_decisions_job", "job_id", "id"),)
+    __table_args__ = (
+        Index("ix_job_decisions_job", "job_id", "id"),
+        # Retention's delete of a decision finds the steps that point at it by this index.
+        Index("ix_job_decisions_round", "round_id"),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))

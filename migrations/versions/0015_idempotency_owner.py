@@ -35,10 +35,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    # One key per database again: of the jobs sharing a key, one keeps it.
+    # One key per database again: of the jobs sharing a key, the first submitted keeps it (ties
+    # broken by id), so a retry of the original request still finds the job it created.
     op.execute(
-        "UPDATE jobs SET idempotency_key = NULL WHERE idempotency_key IS NOT NULL AND id NOT IN "
-        "(SELECT MIN(id) FROM jobs WHERE idempotency_key IS NOT NULL GROUP BY idempotency_key)"
+        "UPDATE jobs SET idempotency_key = NULL WHERE idempotency_key IS NOT NULL AND EXISTS "
+        "(SELECT 1 FROM jobs AS earlier WHERE earlier.idempotency_key = jobs.idempotency_key "
+        "AND (earlier.submitted_ms < jobs.submitted_ms "
+        "OR (earlier.submitted_ms = jobs.submitted_ms AND earlier.id < jobs.id)))"
     )
     with op.batch_alter_table("jobs") as batch:
         batch.drop_constraint("uq_jobs_idempotency_owner", type_="unique")
