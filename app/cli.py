@@ -144,13 +144,38 @@ def _serve(settings: Settings, sockets: list[socket.socket]) -> int:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
-    """Migrate the configured database to ``--revision`` (default head)."""
-    from app.db.migrate import upgrade
+    """Migrate the configured database to ``--revision`` (default head); a revision older than
+    the database's is refused (Alembic's upgrade to an ancestor would quietly do nothing)."""
+    from alembic.script import ScriptDirectory
+    from sqlalchemy.pool import NullPool
+
+    from app.db.migrate import alembic_config, current_revision, upgrade
+    from app.db.session import make_engine
 
     settings = _settings(args)
-    with database_errors(settings.effective_database_url, args.revision):
-        upgrade(settings.effective_database_url, args.revision)
-    print(f"database at {args.revision}: {redact_database_url(settings.effective_database_url)}")
+    url = settings.effective_database_url
+    with database_errors(url, args.revision):
+        engine = make_engine(url, poolclass=NullPool)
+        try:
+            before = current_revision(engine)
+            script = ScriptDirectory.from_config(alembic_config(url))
+            # relative targets ("-1") are Alembic's to reject, as before
+            if before is not None and not args.revision.startswith(("-", "+")):
+                target = script.get_revisions(args.revision)
+                older = {s.revision for s in script.iterate_revisions(before, "base")} - {before}
+                if not target or target[0].revision in older:
+                    print(
+                        f"error: database {redact_database_url(url)} is at {before}, newer than "
+                        f"{args.revision}: db upgrade never downgrades (restore the backup taken "
+                        "before the upgrade)",
+                        file=sys.stderr,
+                    )
+                    return 2
+            upgrade(url, args.revision)
+            reached = current_revision(engine) or "base"
+        finally:
+            engine.dispose()
+    print(f"database at {reached}: {redact_database_url(url)}")
     return 0
 
 
@@ -158,6 +183,7 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
     """One poller tick against the configured RM; prints what was recorded."""
     from app.db.migrate import upgrade
     from app.db.session import make_engine, make_session_factory
+    from app.redact import redact_url
     from app.services.base import wall_clock_ms
     from app.services.poller import Poller
     from app.yarn.client import RMClient
@@ -180,15 +206,15 @@ def cmd_poll_once(args: argparse.Namespace) -> int:
                 client,
                 make_session_factory(engine),
                 cluster_name=settings.cluster_name,
-                rm_urls=settings.rm_urls,
+                rm_urls=tuple(redact_url(u) for u in settings.rm_urls),
                 interval_s=settings.poll_interval_s,
             )
             summary = await poller.poll(wall_clock_ms(), force=True)
         if summary.ok:
             print(
-                f"polled {summary.rm_url}: {summary.apps} apps upserted, {summary.queues} queue "
-                f"samples, {summary.nodes} node samples, finished-app watermark "
-                f"{summary.watermark_ms}"
+                f"polled {redact_url(summary.rm_url or '')}: {summary.apps} apps upserted, "
+                f"{summary.queues} queue samples, {summary.nodes} node samples, "
+                f"finished-app watermark {summary.watermark_ms}"
             )
             return 0
         print(f"poll failed: {summary.error}", file=sys.stderr)

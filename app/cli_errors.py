@@ -71,6 +71,8 @@ def redact_database_url(url: str) -> str:
     from sqlalchemy.exc import ArgumentError
 
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        # SQLAlchemy ends a password at its first '@': the rest of one holding a raw '@' would
+        # show as the host, unless masked as a URL's userinfo is.
+        return redact_text(make_url(url).render_as_string(hide_password=True))
     except (ArgumentError, ValueError):
         return redact_text(url)

@@ -10,8 +10,14 @@ from __future__ import annotations
 import re
 
 # scheme://user:password@  ->  scheme://user:***@
+# The password ends at the last '@' of the authority (which ends at the first '/', '?', '#' or
+# space), as httpx and RFC 3986 read it, so it may hold an '@'. SQLAlchemy also reads a password
+# holding a '/', '?' or '#': where the authority has no '@', one holding a '/' ends at the last '@'
+# before the query, one holding '?' or '#' at the first '@' (an '@' in a query is no password).
+# The user ends at the first ':', as all of them read it.
 _USERINFO = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@\s:]*):(?P<pw>[^/@\s]*)@"
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/?#\s:]*):"
+    r"(?:[^/?#\s]*|[^?#\s]*|[^/@\s]*)@"
 )
 # ?password=... / &token=... query parameters
 _QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|api_key)=)[^&\s\"']*")

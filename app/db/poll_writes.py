@@ -17,6 +17,11 @@ independent of the database's bind-parameter limit:
 * **Totals per poll, raw rows on change.** Each poll appends one ``ClusterSample`` (what the
   controller and admission read); a ``NodeSample`` row is written only for a node that is new or
   differs from its previous row.
+
+Every value a poll writes is first made storable (``storable_row``, ``storable_queues``): the RM
+reports what its applications say (a name or container stderr in ``diagnostics`` may carry a NUL
+character, a label may be longer than its column, a counter may pass BIGINT), and one value the
+database refuses would roll back the whole poll, on every poll for as long as the RM lists the app.
 """
 
 from __future__ import annotations
@@ -24,15 +29,22 @@ from __future__ import annotations
 import operator
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func, insert, update
+from sqlalchemy import BigInteger, Column, Integer, String, Table, bindparam, func, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db.models import Application, ClusterSample, NodeSample
-from app.domain.model import FINAL_APP_STATES, AppRecord, ClusterSnapshot, NodeState
+from app.db.models import Application, ClusterSample, NodeSample, Queue, QueueSample
+from app.domain.model import (
+    FINAL_APP_STATES,
+    AppRecord,
+    ClusterSnapshot,
+    NodeState,
+    QueueState,
+    Resources,
+)
 
 # Rows per executemany call: bounded memory per statement, far below any parameter limit.
 BATCH = 1000
@@ -40,6 +52,8 @@ BATCH = 1000
 _APPS: Table = Application.__table__  # type: ignore[assignment]
 _NODES: Table = NodeSample.__table__  # type: ignore[assignment]
 _TOTALS: Table = ClusterSample.__table__  # type: ignore[assignment]
+_QUEUES: Table = Queue.__table__  # type: ignore[assignment]
+_QUEUE_SAMPLES: Table = QueueSample.__table__  # type: ignore[assignment]
 
 AppKey = tuple[Any, ...]
 NodeKey = tuple[Any, ...]
@@ -145,9 +159,9 @@ def plan(
                 {
                     "b_app_id": app.app_id,
                     "b_progress": app.progress,
-                    "b_elapsed_ms": app.elapsed_ms,
-                    "b_vcore_seconds": app.vcore_seconds,
-                    "b_memory_seconds": app.memory_seconds,
+                    "b_elapsed_ms": storable_int(app.elapsed_ms, _APPS.c.elapsed_ms),
+                    "b_vcore_seconds": storable_int(app.vcore_seconds, _APPS.c.vcore_seconds),
+                    "b_memory_seconds": storable_int(app.memory_seconds, _APPS.c.memory_seconds),
                     "b_updated_ms": now_ms,
                 }
             )
@@ -177,8 +191,8 @@ def plan(
 
 
 def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
-    """The ``applications`` row of one app as seen at ``now_ms`` (listed: not gone)."""
-    return {
+    """The ``applications`` row of one app as seen at ``now_ms`` (listed: not gone), storable."""
+    row = {
         "app_id": app.app_id,
         "cluster_id": cluster_id,
         "user": app.user,
@@ -207,6 +221,7 @@ def app_row(cluster_id: int, app: AppRecord, now_ms: int) -> dict[str, Any]:
         "gone_ms": None,
         "final_seen_ms": now_ms if app.state in FINAL_APP_STATES else None,
     }
+    return storable_row(_APPS, row)
 
 
 def _upsert_statement(session: Session) -> Any:
@@ -327,9 +342,8 @@ def add_cluster_sample(
     session: Session, cluster_id: int, totals: Mapping[str, int], taken_ms: int
 ) -> None:
     """Append one ``cluster_samples`` row."""
-    session.connection().execute(
-        insert(_TOTALS), [{"cluster_id": cluster_id, "taken_ms": taken_ms, **totals}]
-    )
+    row = storable_row(_TOTALS, {"cluster_id": cluster_id, "taken_ms": taken_ms, **totals})
+    session.connection().execute(insert(_TOTALS), [row])
 
 
 def add_node_rows(
@@ -344,21 +358,124 @@ def add_node_rows(
         conn.execute(
             stmt,
             [
-                {
-                    "cluster_id": cluster_id,
-                    "taken_ms": taken_ms,
-                    "node_id": n.node_id,
-                    "host": n.host,
-                    "rack": n.rack,
-                    "state": n.state,
-                    "labels": ",".join(n.labels),
-                    "capability_vcores": n.capability.vcores,
-                    "capability_mb": n.capability.memory_mb,
-                    "used_vcores": n.used.vcores,
-                    "used_mb": n.used.memory_mb,
-                    "num_containers": n.num_containers,
-                }
+                storable_row(
+                    _NODES,
+                    {
+                        "cluster_id": cluster_id,
+                        "taken_ms": taken_ms,
+                        "node_id": n.node_id,
+                        "host": n.host,
+                        "rack": n.rack,
+                        "state": n.state,
+                        "labels": ",".join(n.labels),
+                        "capability_vcores": n.capability.vcores,
+                        "capability_mb": n.capability.memory_mb,
+                        "used_vcores": n.used.vcores,
+                        "used_mb": n.used.memory_mb,
+                        "num_containers": n.num_containers,
+                    },
+                )
                 for n in batch
             ],
         )
     return len(nodes)
+
+
+# --- storable values ----------------------------------------------------------------------------
+
+# The signed ranges of INTEGER and BIGINT (PostgreSQL refuses a value outside them; SQLite's
+# driver cannot bind an int past 64 bits).
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+_TextColumns = tuple[tuple[str, int | None], ...]
+_IntColumns = tuple[tuple[str, int, int], ...]
+_columns_of: dict[str, tuple[_TextColumns, _IntColumns]] = {}
+
+
+def storable_text(value: str, length: int | None = None) -> str:
+    """``value`` as both databases keep it: NUL characters dropped (PostgreSQL refuses them in
+    any text), lone UTF-16 surrogates replaced (no encoding has them), at most ``length``
+    characters (a ``VARCHAR``'s limit counts characters)."""
+    if "\x00" in value:
+        value = value.replace("\x00", "")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "replace").decode("utf-8")
+    if length is not None and len(value) > length:
+        value = value[:length]
+    return value
+
+
+def storable_int(value: int, column: Column[Any]) -> int:
+    """``value`` clamped to the range of ``column``'s integer type."""
+    low, high = _INT64 if isinstance(column.type, BigInteger) else _INT32
+    return low if value < low else high if value > high else value
+
+
+def length(column: Column[Any]) -> int | None:
+    """The most characters ``column`` holds (None: unlimited text)."""
+    return column.type.length if isinstance(column.type, String) else None
+
+
+def storable_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` (a dict of ``table``'s column values) with every text and integer value made
+    storable in its column, in place; other values are left as they are."""
+    texts, ints = _columns(table)
+    for name, limit in texts:
+        text = row.get(name)
+        if text is not None:
+            row[name] = storable_text(text, limit)
+    for name, low, high in ints:
+        number = row.get(name)
+        if number is not None and not low <= number <= high:
+            row[name] = low if number < low else high
+    return row
+
+
+def _columns(table: Table) -> tuple[_TextColumns, _IntColumns]:
+    """``table``'s text columns with their lengths and integer columns with their ranges."""
+    known = _columns_of.get(table.name)
+    if known is None:
+        texts: list[tuple[str, int | None]] = []
+        ints: list[tuple[str, int, int]] = []
+        for column in table.columns:
+            if isinstance(column.type, String):
+                texts.append((column.name, column.type.length))
+            elif isinstance(column.type, Integer):
+                ints.append(
+                    (column.name, *(_INT64 if isinstance(column.type, BigInteger) else _INT32))
+                )
+        known = _columns_of[table.name] = (tuple(texts), tuple(ints))
+    return known
+
+
+def storable_queues(queues: Sequence[QueueState]) -> list[QueueState]:
+    """``queues`` with every value ``app.db.repo`` writes of them (the ``queues`` row and a
+    ``queue_samples`` row) storable in its column."""
+    q, s = _QUEUES.c, _QUEUE_SAMPLES.c
+
+    def text(value: str, column: Column[Any]) -> str:
+        return storable_text(value, length(column))
+
+    def resources(value: Resources, vcores: Column[Any], memory: Column[Any]) -> Resources:
+        return Resources(storable_int(value.vcores, vcores), storable_int(value.memory_mb, memory))
+
+    return [
+        replace(
+            queue,
+            path=text(queue.path, q.path),
+            name=text(queue.name, q.name),
+            parent=None if queue.parent is None else text(queue.parent, q.parent_path),
+            state=text(queue.state, q.state),
+            mode=text(queue.mode, q.mode),
+            used=resources(queue.used, s.used_vcores, s.used_memory_mb),
+            pending=resources(queue.pending, s.pending_vcores, s.pending_memory_mb),
+            pending_containers=storable_int(queue.pending_containers, s.pending_containers),
+            num_active_apps=storable_int(queue.num_active_apps, s.running_apps),
+            num_pending_apps=storable_int(queue.num_pending_apps, s.pending_apps),
+        )
+        for queue in queues
+    ]

@@ -25,6 +25,7 @@ from app.db.models import (
     QueueSample,
 )
 from app.domain.model import AppRecord, NodeState, QueueState
+from app.redact import redact_url
 
 
 class InvalidCursor(ValueError):
@@ -45,8 +46,9 @@ def ensure_cluster(session: Session, name: str, rm_urls: Sequence[str], now_ms: 
     """The cluster row for ``name``, created on first use; RM URLs follow the configuration.
 
     Several loops call this at start-up at once: the insert ignores a row another one just made.
+    The URLs are stored with their passwords masked, whatever the caller passes.
     """
-    urls = ",".join(rm_urls)
+    urls = ",".join(redact_url(url) for url in rm_urls)
     cluster = session.scalar(select(Cluster).where(Cluster.name == name))
     if cluster is None:
         stmt = _dialect_insert(session, Cluster).values(

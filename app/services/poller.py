@@ -5,7 +5,9 @@ fetched with ``finishedTimeBegin`` = the stored watermark, so an app that finish
 sidecar was down is still recorded, as long as the RM retains it
 (``yarn.resourcemanager.max-completed-applications``, default 1000). An RM that is down or answers
 garbage makes the tick fail softly: it is recorded, the poller backs off exponentially (capped), and
-``/ready`` reports the age of the last good poll.
+``/ready`` reports the age of the last good poll. Any other error of a tick (a bug, a value
+nothing expected) fails it the same way, with its traceback in the log, instead of stopping the
+loop. RM URLs are stored and reported with their password masked.
 
 At cluster scale (thousands of apps and nodes) a tick writes only what changed since the previous
 good tick, in fixed-size batches (``app.db.poll_writes``); error text kept for ``/ready`` and the
@@ -37,11 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlalchemy import Table
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import poll_writes, repo
-from app.db.models import PollRecord
+from app.db.models import Cluster, PollRecord
 from app.db.session import transaction
 from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS, ClusterSnapshot
 from app.redact import redact_text, redact_url
@@ -122,7 +125,8 @@ class Poller(LoopService):
         self.source = source
         self.sessions = sessions
         self.cluster_name = cluster_name
-        self.rm_urls = rm_urls
+        # Only stored (``clusters.rm_urls``): the client has the URLs it connects with.
+        self.rm_urls = tuple(redact_url(url) for url in rm_urls)
         self.max_backoff_s = max_backoff_s
         self.failures = 0
         self.next_attempt_ms = 0
@@ -161,7 +165,7 @@ class Poller(LoopService):
             summary = await asyncio.to_thread(
                 self._persist, snap, watermark, now_ms, started, covered
             )
-        except (RMError, SQLAlchemyError) as exc:
+        except Exception as exc:
             summary = await self._fail(now_ms, exc, started)
         else:
             self.failures = 0
@@ -245,18 +249,22 @@ class Poller(LoopService):
         self.failures += 1
         delay = self.backoff_s()
         self.next_attempt_ms = now_ms + int(delay * 1000)
-        self.last_error = cap_error(redact_text(f"{type(exc).__name__}: {exc}"))
+        self.last_error = poll_writes.storable_text(
+            cap_error(redact_text(f"{type(exc).__name__}: {exc}"))
+        )
         self.log.warning(
             "poll failed (%d in a row), next attempt in %.0fs: %s",
             self.failures,
             delay,
             self.last_error,
+            # An RM or database failure is explained by its message; anything else is a bug.
+            exc_info=not isinstance(exc, (RMError, SQLAlchemyError)),
         )
         try:
             await asyncio.to_thread(self._record_failure, now_ms, self.last_error, started)
-        except SQLAlchemyError:
+        except Exception:
             self.log.exception("could not record the failed poll")
-        return PollSummary(False, self.source.active_url, 0, 0, 0, 0, self.last_error)
+        return PollSummary(False, _public_url(self.source.active_url), 0, 0, 0, 0, self.last_error)
 
     def _load_watermark(self, now_ms: int) -> int:
         with transaction(self.sessions) as session:
@@ -273,8 +281,9 @@ class Poller(LoopService):
     ) -> PollSummary:
         with transaction(self.sessions) as session:
             cluster = repo.ensure_cluster(session, self.cluster_name, self.rm_urls, now_ms)
-            queue_ids = repo.upsert_queues(session, cluster.id, snap.queues, snap.taken_ms)
-            queues = repo.add_queue_samples(session, queue_ids, snap.queues, snap.taken_ms)
+            queue_states = poll_writes.storable_queues(snap.queues)
+            queue_ids = repo.upsert_queues(session, cluster.id, queue_states, snap.taken_ms)
+            queues = repo.add_queue_samples(session, queue_ids, queue_states, snap.taken_ms)
             writes = poll_writes.plan(
                 self.memory,
                 cluster.id,
@@ -298,9 +307,14 @@ class Poller(LoopService):
             finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
             new_watermark = max([watermark, *finished])
             cluster.finished_watermark_ms = new_watermark
-            cluster.active_rm_url = snap.rm_url
-            cluster.rm_cluster_id = snap.info.cluster_id
-            cluster.hadoop_version = snap.info.hadoop_version
+            rm_url = _public_url(snap.rm_url)
+            cluster.active_rm_url = rm_url
+            cluster.rm_cluster_id = poll_writes.storable_int(
+                snap.info.cluster_id, _CLUSTERS.c.rm_cluster_id
+            )
+            cluster.hadoop_version = poll_writes.storable_text(
+                snap.info.hadoop_version, poll_writes.length(_CLUSTERS.c.hadoop_version)
+            )
             cluster.last_poll_ms = now_ms
             cluster.last_good_poll_ms = now_ms
             cluster.last_error = None
@@ -311,14 +325,14 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=True,
-                    rm_url=redact_url(snap.rm_url),
+                    rm_url=rm_url,
                     apps_upserted=apps,
                     queues_sampled=queues,
                     nodes_sampled=nodes,
                 ),
             )
         self.memory = writes.memory  # only once committed: a failed tick changes nothing
-        return PollSummary(True, snap.rm_url, apps, queues, nodes, new_watermark)
+        return PollSummary(True, rm_url, apps, queues, nodes, new_watermark)
 
     def _record_failure(self, now_ms: int, error: str, started: float) -> None:
         with transaction(self.sessions) as session:
@@ -332,8 +346,8 @@ class Poller(LoopService):
                     started_ms=now_ms,
                     duration_ms=_elapsed_ms(started),
                     ok=False,
-                    rm_url=redact_url(self.source.active_url or "") or None,
-                    error=cap_error(redact_text(error)),
+                    rm_url=_public_url(self.source.active_url),
+                    error=poll_writes.storable_text(cap_error(redact_text(error))),
                 ),
             )
 
@@ -377,6 +391,15 @@ def cap_error(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
+_CLUSTERS: Table = Cluster.__table__  # type: ignore[assignment]
+
+
+def _public_url(url: str | None) -> str | None:
+    """An RM URL as it is stored and shown: password masked, storable."""
+    length = poll_writes.length(_CLUSTERS.c.active_rm_url)  # as long as polls.rm_url
+    return poll_writes.storable_text(redact_url(url), length) if url else None
 
 
 def _elapsed_ms(started: float) -> int:

@@ -8,6 +8,9 @@ Jersey 1 / Jersey 2 JSON providers differ (``docs/yarn.md`` section 1 item 8 and
 * ``{"apps":{}}`` and ``{"apps":null}`` are both an empty list;
 * a one-element list may arrive as a bare object (Jersey "mapped" notation);
 * numbers and booleans may arrive as strings (pydantic's lax mode converts ``"42"``);
+* a number that is not finite (Jackson writes a ratio over zero as ``"NaN"`` or ``"Infinity"``)
+  is no usable value: the field is read as absent, so it takes its neutral default, and a
+  required one is a protocol error;
 * fields added in 3.3/3.4/3.5 are optional with a neutral default; unknown fields are ignored.
 
 They are strict about everything else: a missing required field or a value of the wrong kind is an
@@ -16,9 +19,10 @@ They are strict about everything else: a missing required field or a value of th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args
 from xml.etree import ElementTree
 
 from pydantic import (
@@ -53,10 +57,47 @@ def _null_to_default_str(value: Any) -> Any:
 _Str = Annotated[str, BeforeValidator(_null_to_default_str)]
 
 
+def _non_finite(value: Any) -> bool:
+    """``value`` would parse as a NaN or an infinity (as a number or as text)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, str):
+        try:
+            return not math.isfinite(float(value))
+        except ValueError:
+            return False
+    return False
+
+
+_float_fields: dict[type[BaseModel], frozenset[str]] = {}
+
+
 class _Wire(BaseModel):
     """Base for every RM DAO: ignore fields we do not use, never mutate what was received."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    # A non-finite number that ``_drop_non_finite`` does not recognise is refused, never kept.
+    model_config = ConfigDict(
+        extra="ignore", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_non_finite(cls, data: Any) -> Any:
+        """Drop the float fields whose value is not finite, so they read as absent: one queue's
+        ratio over zero must not refuse the whole scheduler answer (and blind every poll), nor
+        reach the history, where SQLite cannot keep a NaN and PostgreSQL would chart it."""
+        if not isinstance(data, dict):
+            return data
+        names = _float_fields.get(cls)
+        if names is None:
+            names = _float_fields[cls] = frozenset(
+                name
+                for name, info in cls.model_fields.items()
+                if info.annotation is float or float in get_args(info.annotation)
+            )
+        if any(name in data and _non_finite(data[name]) for name in names):
+            return {k: v for k, v in data.items() if not (k in names and _non_finite(v))}
+        return data
 
 
 def parse(model: type[_M], data: Any) -> _M:

@@ -75,7 +75,9 @@ def test_db_upgrade_creates_sqlite_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/nested/dir/s.db"
     done = _run(["db", "upgrade"], {"YARN_SIDECAR_DATABASE_URL": url})
     assert done.returncode == 0, done.stderr
-    assert "database at head" in done.stdout
+    from app.db.migrate import head_revision
+
+    assert f"database at {head_revision(url)}: " in done.stdout
     assert (tmp_path / "nested/dir/s.db").exists()
 
 

@@ -150,6 +150,35 @@ def test_db_upgrade_failures_are_one_line(
     assert _cli(capsys, "tokens", "list")[2] == err
 
 
+def test_db_upgrade_to_an_older_revision_is_refused_and_reports_what_it_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.db.migrate import current_revision, head_revision
+    from app.db.session import make_engine
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    head = head_revision(url)
+    monkeypatch.setenv("YARN_SIDECAR_DATABASE_URL", url)
+    assert _cli(capsys, "db", "upgrade", "--revision", "0010") == (
+        0, f"database at 0010: {url}\n", ""
+    )  # fmt: skip
+    assert _cli(capsys, "db", "upgrade", "--revision", "0010")[:2] == (
+        0, f"database at 0010: {url}\n"
+    )  # fmt: skip
+    assert _cli(capsys, "db", "upgrade")[:2] == (0, f"database at {head}: {url}\n")
+    for older in ("0010", "base"):
+        code, out, err = _cli(capsys, "db", "upgrade", "--revision", older)
+        assert code == 2 and out == ""
+        assert _one_error_line(err).startswith(
+            f"error: database {url} is at {head}, newer than {older}: db upgrade never downgrades"
+        )
+    engine = make_engine(url)
+    try:
+        assert current_revision(engine) == head
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("port", ["1", "notaport"])
 def test_an_unreachable_postgresql_never_shows_its_password(
     port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
