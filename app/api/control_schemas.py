@@ -152,3 +152,8 @@ class LedgerQueue(BaseModel):
 class LedgerOut(BaseModel):
     unit: str = "vcore-seconds"
     queues: list[LedgerQueue]
+    truncated: bool = Field(
+        False,
+        description="True when older intervals were left out to stay within limit (the newest "
+        "are listed); a higher limit or one queue lists more.",
+    )

@@ -13,6 +13,8 @@
 * ``Host`` must be one of ``allowed_hosts`` (loopback names by default).
 * A database outage answers a JSON 503 with ``Retry-After`` and is logged once per
   ``DB_LOG_EVERY_S``, not as a traceback per request.
+* Any other exception answers ``500 {"detail": "internal error"}`` (JSON like every error; the
+  exception, which may quote data, goes to the log only).
 """
 
 from __future__ import annotations
@@ -270,7 +272,17 @@ def install_hardening(api: FastAPI, settings: Settings) -> None:
         log.warning("database refused a value: %s", type(exc.__cause__ or exc).__name__)
         return error(422, "request: holds a value the database cannot store")
 
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error(
+            "unexpected error answering %s %s",
+            request.method,
+            request.url.path,
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+        return error(500, "internal error")
+
     api.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
+    api.add_exception_handler(Exception, on_unexpected)
     api.add_exception_handler(DataError, on_data)
     api.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     for kind in (OperationalError, InterfaceError, PoolTimeout):

@@ -187,15 +187,18 @@ def add_ledger_rows(session: Session, cluster_id: int, rows: Iterable[LedgerRow]
 
 def list_ledger(
     session: Session, cluster_id: int, since_ms: int | None, queue: str | None, limit: int
-) -> list[LedgerEntry]:
-    """Ledger rows oldest first, from ``since_ms`` (interval end), optionally one queue."""
+) -> tuple[list[LedgerEntry], bool]:
+    """The newest ``limit`` ledger rows from ``since_ms`` (interval end), optionally of one
+    queue, oldest first; and whether older ones were left out. The newest, because the ledger
+    grows every tick and what a reader needs most is the current debt."""
     stmt = select(LedgerEntry).where(LedgerEntry.cluster_id == cluster_id)
     if since_ms is not None:
         stmt = stmt.where(LedgerEntry.end_ms >= since_ms)
     if queue is not None:
         stmt = stmt.where(LedgerEntry.queue == queue)
-    stmt = stmt.order_by(LedgerEntry.end_ms, LedgerEntry.queue).limit(limit)
-    return list(session.scalars(stmt))
+    stmt = stmt.order_by(LedgerEntry.end_ms.desc(), LedgerEntry.queue.desc()).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    return rows[:limit][::-1], len(rows) > limit
 
 
 # ---- pushes ----------------------------------------------------------------------------------

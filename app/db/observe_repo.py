@@ -3,10 +3,13 @@ from the recorded history (samples, decisions, pushes, ledger, jobs, estimator, 
 
 Everything here is a read; the numbers come from the rows the loops already write, so a scrape
 or a page view never disturbs the control loop and every shown value can be traced to a record.
+The one write is ``retire``: retention hands it the rows it prunes from tables counters are
+derived from, and their tallies are added to the live counts so no counter ever goes down.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -32,14 +35,34 @@ PLACEMENT_KIND = "placement"
 SKIP_STATUSES = ("observe", "stale", "static", "rm_error", "policy_error")
 # Seconds; the poll-duration histogram's upper bounds (a healthy poll takes tens of ms).
 POLL_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# Farthest an extrapolated job ETA may lie beyond the app's last update; beyond, it is unknown.
+ETA_HORIZON_MS = 366 * 86_400_000
+# Queue paths both engines' JSON path syntax carries as they are (SQLite compares a path's label
+# with the key's JSON-escaped text; PostgreSQL's path is an array literal, split at , { } " \).
+_PATH_SAFE = re.compile(r"[A-Za-z0-9_.:@+-]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# A parenthesised aside of a reason, `` (...)``, also one the first clause cut short.
+_ASIDE = re.compile(r"\s+\([^()]*(?:\)|$)")
+_HEX_ID = re.compile(r"\b[0-9a-fA-F]{16,}\b")
+# ``policy_states`` key of each cluster's tallies of pruned rows (``retire``).
+RETIRED_KEY = "metrics_retired"
+# Per pruned table, the columns its counters need of a deleted row (cluster id first).
+RETIRED_COLUMNS: dict[type[Any], tuple[Any, ...]] = {
+    PollRecord: (PollRecord.cluster_id, PollRecord.ok, PollRecord.duration_ms),
+    Decision: (Decision.cluster_id, Decision.kind, Decision.status),
+}
 
 
 def reason_template(reason: str) -> str:
     """A decision reason with its numbers replaced by ``N``: a bounded label value
     (``request of 4 CPUs does not fit in 2 free`` -> ``request of N CPUs does not fit in N free``).
+
+    Only the first clause (up to ``;``) is kept, without its parenthesised asides: there Promise
+    names the estimate's source (the job's signature: its name, user and queue), the job that
+    holds a reservation, and why a try was made; and ids (hex job ids) become ``N`` too.
     """
-    text = _NUMBER.sub("N", reason.split(";", 1)[0]).strip()
+    text = _ASIDE.sub("", reason.split(";", 1)[0])
+    text = _NUMBER.sub("N", _HEX_ID.sub("N", text)).strip()
     return text[:80] or "none"
 
 
@@ -238,6 +261,85 @@ def unstarted_jobs(session: Session) -> tuple[int, int | None]:
     return int(count), None if since is None else int(since)
 
 
+# ----- counts of pruned rows -------------------------------------------------------------------
+
+
+def _counts(value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): int(n) for k, n in value.items() if isinstance(n, int)}
+
+
+def _tally_polls(tally: dict[str, Any], rows: Sequence[Sequence[Any]]) -> None:
+    outcomes = _counts(tally.get("polls"))
+    buckets = _counts(tally.get("poll_buckets"))
+    total_ms = int(tally.get("poll_sum_ms") or 0)
+    for _, ok, duration_ms in rows:
+        key = "ok" if ok else "error"
+        outcomes[key] = outcomes.get(key, 0) + 1
+        total_ms += int(duration_ms)
+        for bound in POLL_BUCKETS:
+            if duration_ms <= int(bound * 1000):
+                buckets[str(bound)] = buckets.get(str(bound), 0) + 1
+    tally["polls"] = outcomes
+    tally["poll_buckets"] = buckets
+    tally["poll_count"] = int(tally.get("poll_count") or 0) + len(rows)
+    tally["poll_sum_ms"] = total_ms
+
+
+def _tally_decisions(tally: dict[str, Any], rows: Sequence[Sequence[Any]]) -> None:
+    kinds = dict(tally.get("decisions") or {})
+    for _, kind, status in rows:
+        statuses = _counts(kinds.get(str(kind)))
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+        kinds[str(kind)] = statuses
+    tally["decisions"] = kinds
+
+
+def retire(session: Session, model: type[Any], rows: Sequence[Sequence[Any]], now_ms: int) -> None:
+    """Add rows retention deletes (``RETIRED_COLUMNS[model]`` of each) to their cluster's
+    tallies, which ``snapshot`` adds to the live counts. Called in the transaction of the delete,
+    so a scrape sees each row either live or tallied, never both or neither; the tallies live in
+    the database, so the counters also survive a restart."""
+    by_cluster: dict[int, list[Sequence[Any]]] = {}
+    for row in rows:
+        if row[0] is not None:  # a decision whose cluster is gone counts nowhere
+            by_cluster.setdefault(int(row[0]), []).append(row)
+    for cid, mine in sorted(by_cluster.items()):
+        # locked, so two deleting transactions cannot both add to the same old tallies
+        row = session.scalar(
+            select(PolicyState)
+            .where(PolicyState.cluster_id == cid, PolicyState.policy == RETIRED_KEY)
+            .with_for_update()
+        )
+        tally = copy.deepcopy(dict(row.state)) if row is not None else {}
+        if model is PollRecord:
+            _tally_polls(tally, mine)
+        else:
+            _tally_decisions(tally, mine)
+        control_repo.save_policy_state(session, cid, RETIRED_KEY, tally, now_ms)
+
+
+def _add_retired(session: Session, cluster_id: int, snap: Snapshot) -> None:
+    """The tallies of pruned rows (``retire``) added to the live counts."""
+    tally = control_repo.load_policy_state(session, cluster_id, RETIRED_KEY)
+    kinds = tally.get("decisions") or {}
+    for counts, kind in (
+        (snap.control_by_status, QUEUE_KIND),
+        (snap.placements_by_status, PLACEMENT_KIND),
+    ):
+        for status, n in _counts(kinds.get(kind)).items():
+            counts[status] = counts.get(status, 0) + n
+    for outcome, n in _counts(tally.get("polls")).items():
+        snap.polls_by_outcome[outcome] = snap.polls_by_outcome.get(outcome, 0) + n
+    buckets = _counts(tally.get("poll_buckets"))
+    snap.poll_buckets = [
+        n + buckets.get(str(b), 0) for b, n in zip(POLL_BUCKETS, snap.poll_buckets, strict=True)
+    ]
+    snap.poll_count += int(tally.get("poll_count") or 0)
+    snap.poll_sum_s += int(tally.get("poll_sum_ms") or 0) / 1000
+
+
 def snapshot(session: Session, cluster_name: str) -> Snapshot:
     """The database's part of one scrape."""
     snap = Snapshot()
@@ -279,6 +381,7 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
         session, Decision.status, Decision.cluster_id == cid, Decision.kind == PLACEMENT_KIND
     )
     _polls(session, cid, snap)
+    _add_retired(session, cid, snap)
     snap.history_jobs = {
         str(status): int(n)
         for status, n in session.execute(
@@ -374,6 +477,49 @@ def _thin(n: int, points: int) -> int:
     return max(1, -(-n // max(1, points)))
 
 
+def _tick_numbers(
+    session: Session, where: Sequence[Any], path: str, points: int
+) -> list[tuple[int, float | None, float | None]]:
+    """Time, desired capacity (percent of the parent) and weight of queue ``path`` at each
+    controller tick matching ``where``, oldest first, at most ``points`` of them."""
+    if _PATH_SAFE.fullmatch(path):
+        # the two numbers are pulled out of the JSON by the database: a tick's record holds every
+        # queue's inputs and plan, and parsing hundreds of them for one queue is the slow part
+        target = Decision.outputs[("plan", "queues", path, "target_h")].as_float()
+        weight_of = Decision.outputs[("policy", "details", "weights", path)].as_float()
+        rows = session.execute(
+            select(Decision.created_ms, target, weight_of)
+            .where(*where)
+            .order_by(Decision.created_ms)
+        ).all()
+        return [
+            (int(t), float(d) / 100 if d is not None else None, float(w) if w is not None else None)
+            for t, d, w in rows[:: _thin(len(rows), points)]
+        ]
+    # A name the JSON path syntax cannot carry on one of the engines: the database hands over
+    # the per-queue maps of the ticks kept, and the queue is looked up in them here.
+    ticks = session.execute(
+        select(Decision.id, Decision.created_ms).where(*where).order_by(Decision.created_ms)
+    ).all()
+    ticks = ticks[:: _thin(len(ticks), points)]
+    plans = Decision.outputs[("plan", "queues")]
+    weights = Decision.outputs[("policy", "details", "weights")]
+    numbers: dict[int, tuple[float | None, float | None]] = {}
+    ids = [int(r[0]) for r in ticks]
+    for start in range(0, len(ids), 500):  # bounded IN lists
+        chunk = ids[start : start + 500]
+        for decision_id, plan, weight in session.execute(
+            select(Decision.id, plans, weights).where(Decision.id.in_(chunk))
+        ).all():
+            line = plan.get(path) if isinstance(plan, Mapping) else None
+            desired = _float(line.get("target_h")) if isinstance(line, Mapping) else None
+            numbers[int(decision_id)] = (
+                desired / 100 if desired is not None else None,
+                _float(weight.get(path)) if isinstance(weight, Mapping) else None,
+            )
+    return [(int(t), *numbers.get(int(i), (None, None))) for i, t in ticks]
+
+
 def queue_series(
     session: Session, cluster_id: int, path: str, since_ms: int, until_ms: int, points: int
 ) -> QueueSeries | None:
@@ -399,25 +545,18 @@ def queue_series(
     ).all()
     step = _thin(len(samples), points)
     kept = samples[::step]
-    # the two numbers are pulled out of the JSON by the database: a tick's record holds every
-    # queue's inputs and plan, and parsing hundreds of them for one queue is the slow part
-    target = Decision.outputs[("plan", "queues", path, "target_h")].as_float()
-    weight_of = Decision.outputs[("policy", "details", "weights", path)].as_float()
-    rows = session.execute(
-        select(Decision.created_ms, target, weight_of)
-        .where(
+    ticks = _tick_numbers(
+        session,
+        (
             Decision.cluster_id == cluster_id,
             Decision.kind == QUEUE_KIND,
             Decision.created_ms >= since_ms,
             Decision.created_ms < until_ms,
             Decision.status.not_in(SKIP_STATUSES),
-        )
-        .order_by(Decision.created_ms)
-    ).all()
-    rows = rows[:: _thin(len(rows), points)]
-    dt_ = [int(r[0]) for r in rows]
-    desired = [float(r[1]) / 100 if r[1] is not None else None for r in rows]
-    weight = [float(r[2]) if r[2] is not None else None for r in rows]
+        ),
+        path,
+        points,
+    )
     ledger = session.execute(
         select(LedgerEntry.end_ms, LedgerEntry.debt)
         .where(
@@ -435,9 +574,9 @@ def queue_series(
         capacity=[float(r[1]) for r in kept],
         used_capacity=[float(r[2]) for r in kept],
         absolute_used=[float(r[3]) for r in kept],
-        decision_t=dt_,
-        weight=weight,
-        desired=desired,
+        decision_t=[t for t, _, _ in ticks],
+        weight=[w for _, _, w in ticks],
+        desired=[d for _, d, _ in ticks],
         debt_t=[int(r[0]) for r in ledger],
         debt=[float(r[1]) for r in ledger],
     )
@@ -450,7 +589,9 @@ def job_counts(session: Session) -> dict[str, int]:
 
 def job_etas(session: Session, job_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Each job's application progress and an ETA extrapolated from it: a running app that was
-    ``p`` % done ``e`` ms after it started should end at ``start + e * 100 / p``."""
+    ``p`` % done ``e`` ms after it started should end at ``start + e * 100 / p``. An ETA more
+    than ``ETA_HORIZON_MS`` after the app's last update is unknown (None): a tiny progress
+    extrapolates to no meaningful time, possibly past any date a client can represent."""
     if not job_ids:
         return {}
     rows = session.execute(
@@ -464,7 +605,9 @@ def job_etas(session: Session, job_ids: Sequence[str]) -> dict[str, dict[str, An
         if a.finished_ms is not None:
             eta = a.finished_ms
         elif a.started_ms is not None and a.progress > 0:
-            eta = a.started_ms + int((a.updated_ms - a.started_ms) * 100 / a.progress)
+            total_ms = (a.updated_ms - a.started_ms) * 100 / a.progress
+            if a.started_ms + total_ms - a.updated_ms <= ETA_HORIZON_MS:
+                eta = a.started_ms + int(total_ms)
         out[str(job_id)] = {"progress": a.progress, "eta_ms": eta, "app_state": a.state}
     return out
 

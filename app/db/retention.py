@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from app.db import observe_repo
 from app.db.models import ClusterSample, Decision, NodeSample, PollRecord, QueueSample
 
 HOUR_MS = 3_600_000
@@ -146,6 +147,22 @@ def _delete_before(session: Session, model: Any, column: Any, cutoff_ms: int, li
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def _delete_counted(
+    session: Session, model: Any, column: Any, cutoff_ms: int, limit: int, now_ms: int
+) -> int:
+    """``_delete_before`` for a table whose rows ``/metrics`` counts (polls, decisions): the
+    deleted rows are tallied in the same transaction (``observe_repo.retire``), so those
+    counters never go down."""
+    ids = select(model.id).where(column < cutoff_ms).order_by(model.id).limit(limit)
+    gone = session.execute(
+        delete(model)
+        .where(model.id.in_(ids.scalar_subquery()))
+        .returning(*observe_repo.RETIRED_COLUMNS[model])
+    ).all()
+    observe_repo.retire(session, model, gone, now_ms)
+    return len(gone)
+
+
 def _delete_old_node_changes(session: Session, cutoff_ms: int, limit: int) -> int:
     """Node change records before ``cutoff_ms``, except each node's newest row."""
     newest = (
@@ -189,10 +206,10 @@ def prune_step(
         out.add(name, hours=len(found), rows=_downsample(session, model, key, means, found))
         out.more = out.more or resume < raw_cut // HOUR_MS * HOUR_MS or bool(found)
         since[name] = resume
-    polls = _delete_before(session, PollRecord, PollRecord.started_ms, raw_cut, batch)
+    polls = _delete_counted(session, PollRecord, PollRecord.started_ms, raw_cut, batch, now_ms)
     out.add("polls", rows=polls)
     decision_cut = now_ms - int(windows.decision_days * DAY_MS)
-    decisions = _delete_before(session, Decision, Decision.created_ms, decision_cut, batch)
+    decisions = _delete_counted(session, Decision, Decision.created_ms, decision_cut, batch, now_ms)
     out.add("decisions", rows=decisions)
     out.more = out.more or any(n >= batch for n in out.deleted_rows.values())
     return out

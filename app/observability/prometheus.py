@@ -9,7 +9,8 @@ Two sources, each at its edge:
 * ``SidecarCollector`` reads the recorded history at scrape time (``app.db.observe_repo``): queue
   capacities, policy numbers, pushes, admissions, jobs, estimator, polls. Counters derived from
   append-only tables (decisions, pushes, polls) only grow, as Prometheus expects, and survive a
-  restart because they are the database's own counts.
+  restart because they are the database's own counts; rows retention prunes stay counted through
+  the tallies it keeps of them (``observe_repo.retire``).
 """
 
 from __future__ import annotations

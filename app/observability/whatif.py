@@ -57,6 +57,13 @@ def parse_since(text: str) -> float:
     return int(m.group(1)) * _UNIT_S[m.group(2)]
 
 
+def since_ms(text: str, until_ms: int) -> int:
+    """The start of the period ``text`` (``parse_since``) long that ends at ``until_ms``. A
+    period reaching back past the epoch starts there: nothing was recorded earlier, and the
+    times before it go past what a date can hold."""
+    return max(0, until_ms - int(parse_since(text) * 1000))
+
+
 @dataclass(frozen=True, slots=True)
 class WhatIfSpec:
     """One what-if: the policy to replay under and the recorded period (epoch ms)."""

@@ -50,8 +50,8 @@ def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, DBAPIError
 
+    from app.cli_errors import redact_database_url
     from app.db.session import make_engine, make_session_factory
-    from app.redact import redact_url
 
     url = settings.effective_database_url
     try:
@@ -63,7 +63,8 @@ def _read_db(settings: Any, read: Callable[[Session], _T]) -> _T:
                 raise DatabaseUnavailable(f"no database at {name}: {_UPGRADE}")
         engine = make_engine(url)
     except (ArgumentError, ImportError) as exc:
-        raise DatabaseUnavailable(f"cannot use {redact_url(url)}: {_reason(exc, url)}") from None
+        where = redact_database_url(url)
+        raise DatabaseUnavailable(f"cannot use {where}: {_reason(exc, url)}") from None
     try:
         try:
             with engine.connect() as conn:
@@ -143,10 +144,9 @@ def cmd_from_db(args: argparse.Namespace, settings: Any) -> int:
     """Replay, print actual vs replay, write ``summary.json`` and ``report.html`` to ``--out``."""
     try:
         now_ms = int(time.time() * 1000)
-        since_ms = now_ms - int(whatif.parse_since(args.since) * 1000) if args.since else None
         spec = whatif.WhatIfSpec(
             policy=args.policy,
-            since_ms=since_ms,
+            since_ms=whatif.since_ms(args.since, now_ms) if args.since else None,
             until_ms=None,
             capacity_vcores=_capacity(args.capacity),
             params=_params(args.param),

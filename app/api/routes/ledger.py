@@ -44,13 +44,16 @@ def get_ledger(
         dt.datetime | None, Query(description="ISO 8601: intervals ending at or after it.")
     ] = None,
     queue: Annotated[str | None, Query(description="One queue's full path.")] = None,
-    limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+    limit: Annotated[
+        int, Query(ge=1, le=100_000, description="Most intervals (rows), the newest kept.")
+    ] = 10_000,
 ) -> LedgerOut:
-    """Per queue: the integrated intervals, oldest first, with their totals."""
+    """Per queue: the newest ``limit`` integrated intervals (from ``since``), oldest first, with
+    their totals; ``truncated`` when older intervals were left out."""
     cluster = repo.get_cluster(session, state.settings.cluster_name)
     if cluster is None:
         return LedgerOut(queues=[])
-    rows = control_repo.list_ledger(
+    rows, truncated = control_repo.list_ledger(
         session, cluster.id, to_ms(since) if since else None, queue, limit
     )
     by_queue: dict[str, list[LedgerEntry]] = defaultdict(list)
@@ -66,5 +69,6 @@ def get_ledger(
                 points=[_point(r) for r in items],
             )
             for q, items in sorted(by_queue.items())
-        ]
+        ],
+        truncated=truncated,
     )

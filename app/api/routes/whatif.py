@@ -15,7 +15,7 @@ from app.api.observe_schemas import WhatIfIn, WhatIfList, WhatIfPolicies, WhatIf
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt
 from app.api.state import SidecarState
-from app.observability.whatif import WhatIfError, WhatIfSpec, parse_since
+from app.observability.whatif import WhatIfError, WhatIfSpec, since_ms
 from app.observability.whatif_runs import WhatIfRun, WhatIfRuns
 from app.sim import registry
 
@@ -54,10 +54,9 @@ def start_whatif(body: WhatIfIn, state: StateDep, _operator: Operator) -> WhatIf
     """Replay the recorded period under ``policy`` in the background; poll the run for progress."""
     try:
         until_ms = to_ms(body.until) if body.until else int(time.time() * 1000)
-        since_ms = until_ms - int(parse_since(body.since) * 1000) if body.since else None
         spec = WhatIfSpec(
             policy=body.policy,
-            since_ms=since_ms,
+            since_ms=since_ms(body.since, until_ms) if body.since else None,
             until_ms=until_ms,
             capacity_vcores=body.capacity_vcores,
             params=dict(body.params),
