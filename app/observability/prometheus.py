@@ -193,19 +193,51 @@ def _counter(name: str, doc: str, labels: list[str], values: dict[Any, int]) -> 
     return family
 
 
+# Statuses a row leaves once a later tick settles it: counted by a gauge, not a counter, whose
+# series would go down when the row moves on (Prometheus reads any decrease as a reset).
+UNSETTLED_DECISIONS = frozenset({"pushing", "pushed_unverified"})
+UNSETTLED_PUSHES = frozenset({"pending", "pushing"})
+
+
+def _split(values: dict[str, int], unsettled: frozenset[str]) -> tuple[dict[str, int], int]:
+    """``values`` without the ``unsettled`` statuses, and how many rows those hold."""
+    settled = {k: n for k, n in values.items() if k not in unsettled}
+    return settled, sum(n for k, n in values.items() if k in unsettled)
+
+
 def _control_metrics(snap: Snapshot) -> Iterable[Metric]:
+    decisions, unsettled = _split(snap.control_by_status, UNSETTLED_DECISIONS)
     yield _counter(
         "controller_decisions",
-        "Controller ticks recorded, by status (pushed, advised, no_change, drift, rejected, ...).",
+        "Controller ticks recorded, by status (pushed, advised, no_change, drift, rejected, ...); "
+        "a tick whose push is not settled yet counts once it is.",
         ["status"],
-        snap.control_by_status,
+        decisions,
     )
+    pending = _gauge(
+        "controller_decisions_unsettled",
+        "Controller ticks whose push a later tick has still to settle (pushing, "
+        "pushed_unverified).",
+        [],
+    )
+    pending.add_metric([], unsettled)
+    yield pending
+    pushes, in_flight = _split(snap.pushes_by_outcome, UNSETTLED_PUSHES)
     yield _counter(
         "config_pushes",
-        "Scheduler-configuration PUTs, by outcome (applied, rejected, reverted, pending, ...).",
+        "Scheduler-configuration PUTs, by outcome once known (applied, rejected, reverted, "
+        "not_applied, ...).",
         ["outcome"],
-        snap.pushes_by_outcome,
+        pushes,
     )
+    flight = _gauge(
+        "config_pushes_pending",
+        "Scheduler-configuration PUTs whose outcome is not known yet (in flight, or sent and not "
+        "answered: a later tick settles them).",
+        [],
+    )
+    flight.add_metric([], in_flight)
+    yield flight
     last = _gauge("last_decision_timestamp_seconds", "When the controller last ran a policy.", [])
     if snap.last_decision_ms is not None:
         last.add_metric([], snap.last_decision_ms / 1000)
