@@ -221,10 +221,24 @@ class Settings(BaseSettings):
     def _check_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
             raise ValueError("at least one ResourceManager URL is required")
+        from app.redact import redact_url
+
         for url in value:
+            shown = redact_url(url)  # the error is printed and logged: never its password
             parsed = urlparse(url)
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                raise ValueError(f"{url!r} is not an http(s) URL such as http://rm-host:8088")
+                raise ValueError(f"{shown!r} is not an http(s) URL such as http://rm-host:8088")
+            try:
+                port = parsed.port
+            except ValueError:
+                port = -1
+            if not parsed.hostname or port == -1:
+                # e.g. a '/' in the password ends the authority there: every client would read
+                # another host or port than the operator meant
+                raise ValueError(
+                    f"{shown!r} has no valid host and port; write '@', '/', ':' in a user name "
+                    "or password percent-encoded (%40, %2F, %3A)"
+                )
         return tuple(url.rstrip("/") for url in value)
 
     @field_validator("database_url")

@@ -105,3 +105,29 @@ def test_placement_queue_is_a_queue_path_or_empty() -> None:
     for bad in ("root..fast", "root.fast.", "root fast", "root.$(id)"):
         with pytest.raises(ValueError, match="placement_queue"):
             Settings(placement_queue=bad)
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("ftp://sidecar:s3cret@rm:8088", "is not an http"),
+        ("http://sidecar:s3cr/et@rm:8088", "percent-encoded"),  # '/' ends the authority
+        ("http://sidecar:s3cret@rm:80x", "no valid host and port"),
+    ],
+)
+def test_a_bad_rm_url_is_refused_without_its_password(
+    monkeypatch: pytest.MonkeyPatch, url: str, why: str
+) -> None:
+    monkeypatch.setenv("YARN_SIDECAR_RM_URLS", url)
+    with pytest.raises(SettingsError, match=why) as refused:
+        load_settings()
+    assert "YARN_SIDECAR_RM_URLS" in str(refused.value)
+    assert "s3cr" not in str(refused.value) and "sidecar:***@" in str(refused.value)
+
+
+def test_rm_urls_with_encoded_or_at_signed_passwords_are_kept() -> None:
+    urls = "http://u:s3cr%2Ft@rm1:8088,http://u:p@ss@rm2:8088"
+    assert Settings(rm_urls=urls).rm_urls == (
+        "http://u:s3cr%2Ft@rm1:8088",
+        "http://u:p@ss@rm2:8088",
+    )
