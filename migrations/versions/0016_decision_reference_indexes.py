@@ -6,7 +6,7 @@ scans the whole child table once per deleted decision, holding its write lock me
 
 Revision ID: 0016
 Revises: 0015
-Create Date: 2026-12-09 09:00:00.000000
+Create Date: 2026-12-02 07:40:00.000000
 """
 
 from collections.abc import Sequence
