@@ -140,6 +140,27 @@ def _with_max(q: QueueState, max_capacity: float) -> QueueState:
     return replace(q, max_capacity=max_capacity, absolute_max_capacity=max_capacity)
 
 
+class LateRM(FakeRM):
+    """While ``slow``: a PUT is sent and times out on the client's side; the RM applies the
+    first one only at ``land_late`` (a slow RM finishing a request the client gave up on)."""
+
+    slow = False
+    in_flight: SchedConfUpdate | None = None
+
+    async def update_scheduler_conf(self, update: SchedConfUpdate) -> str:
+        if not self.slow:
+            return await super().update_scheduler_conf(update)
+        self.puts.append({q: dict(v) for q, v in update.update_queues.items()})
+        self.in_flight = self.in_flight or update
+        raise RMUnavailable("PUT /scheduler-conf may or may not have been applied: read timeout")
+
+    def land_late(self) -> None:
+        assert self.in_flight is not None
+        self.conf = self._merged(self.in_flight)
+        self.version += 1
+        self.slow, self.in_flight = False, None
+
+
 def two_queues(a: str = "50", b: str = "50") -> FakeRM:
     return FakeRM(
         {

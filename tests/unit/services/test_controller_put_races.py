@@ -8,10 +8,9 @@ from sqlalchemy import select
 
 from app.db.control_models import ConfigPush
 from app.db.models import Decision
-from app.yarn.errors import RMUnavailable
 from app.yarn.wire import SchedConfUpdate
 from tests.conftest import Db
-from tests.unit.control.fakes import FakeRM, two_queues
+from tests.unit.control.fakes import FakeRM, LateRM, two_queues
 from tests.unit.services.test_controller import capacities, config, controller, decision, polls
 
 LOAD = {"a": {"pending": 30, "apps": 1}, "b": {"pending": 10, "apps": 1}}
@@ -32,27 +31,6 @@ def push_decision(db: Db, index: int) -> Decision:
         row = s.get(ConfigPush, push_ids[index])
         assert row is not None and row.decision_id is not None
     return decision(db, row.decision_id)
-
-
-class LateRM(FakeRM):
-    """While ``slow``: a PUT is sent and times out on the client's side; the RM applies it only
-    at ``land_late`` (a slow RM finishing a request the client gave up on)."""
-
-    slow = False
-    in_flight: SchedConfUpdate | None = None
-
-    async def update_scheduler_conf(self, update: SchedConfUpdate) -> str:
-        if not self.slow:
-            return await super().update_scheduler_conf(update)
-        self.puts.append({q: dict(v) for q, v in update.update_queues.items()})
-        self.in_flight = self.in_flight or update
-        raise RMUnavailable("PUT /scheduler-conf may or may not have been applied: read timeout")
-
-    def land_late(self) -> None:
-        assert self.in_flight is not None
-        self.conf = self._merged(self.in_flight)
-        self.version += 1
-        self.slow, self.in_flight = False, None
 
 
 async def test_a_put_that_lands_after_its_timeout_is_settled_as_ours_not_drift(db: Db) -> None:

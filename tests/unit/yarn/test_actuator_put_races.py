@@ -10,7 +10,7 @@ import pytest
 from app.yarn import RMClient, SchedConfUpdate
 from app.yarn.actuator import Actuator
 from app.yarn.errors import RMUnavailable, RMUnreachable
-from tests.unit.control.fakes import FakeRM, no_sleep, two_queues
+from tests.unit.control.fakes import FakeRM, LateRM, no_sleep, two_queues
 
 CHANGES = {
     "root.a": {"capacity": "60.00", "maximum-capacity": "100.00"},
@@ -23,25 +23,15 @@ PREVIOUS = {
 OPERATOR = {"root.a": {"capacity": "20"}, "root.b": {"capacity": "80"}}
 
 
-class SlowRM(FakeRM):
-    """Every PUT is sent and times out on the client's side; the RM applies the first one only
-    when ``land_late`` is called (after the client gave up)."""
-
-    in_flight: SchedConfUpdate | None = None
-
-    async def update_scheduler_conf(self, update: SchedConfUpdate) -> str:
-        self.puts.append({q: dict(v) for q, v in update.update_queues.items()})
-        self.in_flight = self.in_flight or update
-        raise RMUnavailable("PUT /scheduler-conf may or may not have been applied: read timeout")
-
-    def land_late(self) -> None:
-        assert self.in_flight is not None
-        self.conf = self._merged(self.in_flight)
-        self.version += 1
+def slow_rm() -> LateRM:
+    """Every PUT is sent and times out on the client's side until ``land_late``."""
+    rm = LateRM(two_queues().conf)
+    rm.slow = True
+    return rm
 
 
 async def test_a_sent_unanswered_put_is_not_resent_and_stays_unverified() -> None:
-    rm = SlowRM(two_queues().conf)
+    rm = slow_rm()
     result = await Actuator(rm, retries=3, sleep=no_sleep).push("root", CHANGES, PREVIOUS, 1)
     assert result.status == "unverified" and result.attempts == 1
     assert len(rm.puts) == 1 and rm.version == 1
