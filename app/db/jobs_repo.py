@@ -716,24 +716,39 @@ def unlearned_job_apps(
 
 
 def unseen_job_apps(
-    session: Session, cluster_name: str, states: Sequence[str]
-) -> list[tuple[str, str]]:
-    """(job id, app id) of jobs in ``states`` whose app is not final in the history but was
-    missing from the latest good poll (which lists every app the RM still holds)."""
+    session: Session, cluster_name: str, states: Sequence[str], unlisted_grace_ms: int
+) -> list[tuple[str, str, bool]]:
+    """(job id, app id, listed) of the jobs whose app the RM may have dropped: jobs in
+    ``states`` whose app is not final in the history but was missing from the latest good poll
+    (which lists every app the RM still holds; ``listed`` True), and submitted jobs whose app no
+    good poll has listed at all although the latest one started ``unlisted_grace_ms`` or more
+    after the app's submission (``listed`` False: the RM lost it before the poller saw it, or
+    the poller has not caught it yet). Oldest submission first."""
     last_good = last_good_poll_ms(session, cluster_name)
     if last_good is None:
         return []
-    stmt = (
-        select(Job.id, Application.app_id)
-        .join(Application, Application.app_id == Job.app_id)
-        .where(
-            Job.state.in_(list(states)),
-            Application.state.not_in(sorted(FINAL_APP_STATES)),
-            Application.gone_ms.is_not(None),
-        )
-        .order_by(Job.submitted_ms)
+    gone = and_(
+        Application.app_id.is_not(None),
+        Application.state.not_in(sorted(FINAL_APP_STATES)),
+        Application.gone_ms.is_not(None),
     )
-    return [(job_id, app_id) for job_id, app_id in session.execute(stmt).all()]
+    # An app without a row never was listed: the poller writes every app it lists.
+    never_listed = and_(
+        Application.app_id.is_(None),
+        Job.state == SUBMITTED,
+        Job.yarn_submitted_ms <= last_good - unlisted_grace_ms,
+    )
+    stmt = (
+        select(Job.id, Job.app_id, Application.app_id.is_not(None))
+        .outerjoin(Application, Application.app_id == Job.app_id)
+        .where(Job.state.in_(list(states)), Job.app_id.is_not(None), or_(gone, never_listed))
+        .order_by(Job.submitted_ms, Job.id)
+    )
+    return [
+        (job_id, app_id, bool(listed))
+        for job_id, app_id, listed in session.execute(stmt).all()
+        if app_id is not None
+    ]
 
 
 def live_job_tagged_apps(session: Session, cluster_name: str) -> list[Application]:

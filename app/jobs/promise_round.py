@@ -39,7 +39,14 @@ from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
 from app.jobs.eta_plans import EtaPlans, QueuedPlan
-from app.jobs.rounds import AdmissionConfig, RoundResult, apply_decisions, capacity, submitter
+from app.jobs.rounds import (
+    AdmissionConfig,
+    RoundResult,
+    _record_unknown_capacity,
+    apply_decisions,
+    capacity,
+    submitter,
+)
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
 from app.policies.promise import core
@@ -153,6 +160,12 @@ def promise_round(
     cap = capacity(session, cfg)
     result = RoundResult(capacity=cap)
     if cap is None:
+        # Nothing to plan on, but each submission still answers with its first decision stored.
+        for job_id in sorted(wanted):
+            decided = _record_unknown_capacity(session, cfg, job_id, now_ms, principals)
+            result.requester_decisions[job_id] = decided
+            if job_id == requester:
+                result.requester_decision = decided
         return result
     values = dict(policy.params)
     est = estimator_for(session, values, cap)

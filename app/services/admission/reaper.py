@@ -10,10 +10,21 @@ from app.db import jobs_repo
 from app.db.jobs_models import Job
 from app.db.session import transaction
 from app.domain import tags as t
-from app.domain.model import FINAL_APP_STATES, AppRecord
+from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS, AppRecord
 from app.jobs.rounds import learn_pass, record_step
 from app.services.admission.common import LANDING_GRACE_MS, ServiceState
+from app.services.poller import APP_REFRESH_S
 from app.yarn.errors import RMNotFound
+
+# How long a submitted job's app may go unlisted by the poller before it is looked up by id.
+# A new app is listed on the poller's next tick as a rule, but one missed then (it moved from
+# pending to RUNNING between two of the tick's list calls) is listed only when its slice of
+# start instants comes round, once per ``APP_REFRESH_S``, and one that ended before any tick saw
+# it once the finished window, reaching up to ``FINISHED_GRACE_MS`` behind the watermark, or the
+# settling read covers its end. The poll's stamp is its start, so a slow poll only waits longer.
+# The lookup fails a job only when the RM does not know its app: the grace spares the RM
+# lookups of apps the poller is about to list, and bounds how long a lost app's CPUs stay booked.
+UNLISTED_GRACE_MS = int(APP_REFRESH_S * 1000) + FINISHED_GRACE_MS
 
 
 class Reaper(ServiceState):
@@ -79,33 +90,39 @@ class Reaper(ServiceState):
     # ---- apps the RM dropped or that should not run -------------------------------------------
 
     async def _check_unseen(self) -> None:
-        """Look up, by id, each job's app that the last good poll no longer listed."""
-        for job_id, app_id in await asyncio.to_thread(self._unseen):
+        """Look up, by id, each job's app that the last good poll no longer listed, or that no
+        good poll has listed ``UNLISTED_GRACE_MS`` after its submission."""
+        for job_id, app_id, listed in await asyncio.to_thread(self._unseen):
             try:
                 record = await self.rm.app(app_id)
             except RMNotFound:
-                await asyncio.to_thread(self._forgotten, job_id, app_id)
+                await asyncio.to_thread(self._forgotten, job_id, app_id, listed)
                 continue
-            # Still known (e.g. it ended before the poller's finished window): the learning
-            # pass ends the job from this record.
-            await asyncio.to_thread(self._store_seen, record)
+            # Still known. Ended (e.g. before the poller's finished window): the learning pass
+            # ends the job from this record. Live: left to the poller, which lists every app the
+            # RM holds; a row written here would be one the poller's memory does not know, so it
+            # could never mark it gone, and a job whose app the RM then lost would hold its CPUs.
+            if record.is_finished:
+                await asyncio.to_thread(self._store_seen, record)
 
-    def _unseen(self) -> list[tuple[str, str]]:
+    def _unseen(self) -> list[tuple[str, str, bool]]:
         with self.sessions() as session:
             states = [t.SUBMITTED, t.KILLING, t.CANCELLING]
-            return jobs_repo.unseen_job_apps(session, self.cfg.cluster_name, states)
+            return jobs_repo.unseen_job_apps(
+                session, self.cfg.cluster_name, states, UNLISTED_GRACE_MS
+            )
 
     def _store_seen(self, record: AppRecord) -> None:
         with self._db_lock, transaction(self.sessions) as session:
             self._store_app(session, record, self.clock())
 
-    def _forgotten(self, job_id: str, app_id: str) -> None:
-        """The RM no longer knows the app (evicted after its end, or its state store was lost):
-        its outcome is unknowable, so the job fails, frees its CPUs and teaches nothing."""
+    def _forgotten(self, job_id: str, app_id: str, listed: bool) -> None:
+        """The RM does not know the app (evicted after its end, or its state store lost it,
+        perhaps before any poll listed it): its outcome is unknowable, so the job fails, frees
+        its CPUs and teaches nothing."""
         now = self.clock()
-        reason = (
-            f"application {app_id} unknown to the RM: it dropped the app before its end was seen"
-        )
+        seen = "its end was seen" if listed else "any poll listed it"
+        reason = f"application {app_id} unknown to the RM: it dropped the app before {seen}"
         with self._db_lock, transaction(self.sessions) as session:
             if jobs_repo.transition(
                 session, job_id, [t.SUBMITTED, t.KILLING, t.CANCELLING], now,
