@@ -252,8 +252,8 @@ def admission_round(
     (module docstring). ``new_jobs``: queued rows built for this round and not yet added to the
     session (requesters too): an incremental round decides them from memory and inserts them
     with their decision applied, where a full round stores them first and reads them back.
-    ``principals``: who submitted each requester (the audit label its decision records; without
-    one, the principal of the calling thread)."""
+    ``principals``: who submitted each requester (the audit label its decision records; every
+    other decision records none)."""
     if new_jobs and (requester is not None or requesters):
         raise ValueError("new_jobs are the round's requesters: give them alone")
     wanted = (
@@ -512,11 +512,10 @@ def _apply_unstored(job: Job, d: justice.Decision, now_ms: int) -> bool:
 
 
 def submitter(principals: Mapping[str, str | None] | None, job_id: str) -> dict[str, Any]:
-    """The ``principal`` of a requester's decision, when the caller knows who submitted it;
-    otherwise nothing, and the column default (the calling thread's principal) applies."""
-    if principals is None or job_id not in principals:
-        return {}
-    return {"principal": principals[job_id]}
+    """The ``principal`` of a round's decision about ``job_id``: its submitter's for a requester
+    in ``principals``, otherwise none. Explicit, never the column default: a round a request
+    runs also decides other users' jobs, which that request's principal did not decide."""
+    return {"principal": None if principals is None else principals.get(job_id)}
 
 
 def _job_decision(
@@ -594,7 +593,7 @@ def _record_unknown_capacity(
             job_id=job_id,
             created_ms=now_ms,
             action="queue",
-            policy=cfg.params.variant,
+            policy=policy_of(cfg).name,  # under Promise, params are Justice's learning ones
             cpus=0,
             reason=reason,
             numbers={"trigger": "submission", "capacity": None},
@@ -611,12 +610,16 @@ def record_step(
     now_ms: int,
     *,
     cpus: int = 0,
+    principal: str | None = None,
     **numbers: Any,
 ) -> JobDecision:
-    """Record a lifecycle step (submit, adopt, fail, cancel, killed) of a job."""
+    """Record a lifecycle step (submit, adopt, fail, cancel, killed) of a job. ``principal``: the
+    caller who asked for it (a user's cancel); none for the sidecar's own steps, whichever
+    request's thread or task happens to run them."""
     return jobs_repo.add_decision(
         session,
         JobDecision(
+            principal=principal,
             job_id=job_id,
             created_ms=now_ms,
             action=action,
@@ -796,6 +799,7 @@ def _finish_job(
     jobs_repo.add_decision(
         session,
         JobDecision(
+            principal=None,  # the sidecar saw the app end, whoever's request runs this pass
             job_id=job.id,
             created_ms=now_ms,
             action="finish",

@@ -10,21 +10,28 @@ Each tick (``run_once``), after the ``docs/style.md`` tick: observe -> decide ->
 3. **Act** on YARN, one job at a time, each step recorded before or after the RM call so a crash
    anywhere is recoverable (queued and admitted jobs live in the database, not here):
 
-   * submit (``docs/yarn.md`` 4.1, 4.2): look for an app tagged ``sidecar-job:<id>`` first and adopt
-     it; otherwise reserve an id with new-application and store it with state ``submitting``
-     (write-ahead) before ``POST /apps``; then mark ``submitted``. A restart or an ambiguous
-     ``POST /apps`` (timed out: it may still land) leaves a ``submitting`` job: it adopts its app
-     by tag, or submits the reserved id again, never a fresh one (the RM ignores a re-submit of
-     a known id), so no job runs twice and none is lost. Safety nets: adoption kills extra
-     tagged apps; each tick kills polled live apps tagged for a job that are not its app or
-     whose job ended (an app landing after its job was cancelled).
+   * submit (``docs/yarn.md`` 4.1, 4.2): reserve an id with new-application and store it with
+     state ``submitting`` (write-ahead) before ``POST /apps``; then mark ``submitted``. A restart
+     or an ambiguous ``POST /apps`` (timed out: it may still land) leaves a ``submitting`` job:
+     it adopts its reserved id when the tag query ``sidecar-job:<id>`` lists it (in the job's
+     queue), or submits that id again, never a fresh one (the RM ignores a re-submit of a known
+     id), so no job runs twice and none is lost. Only the reserved id is ever adopted: anyone
+     can tag an app ``sidecar-job:<id>``, so an admitted job (nothing reserved) never looks, and
+     a tagged app with another id is a stray, never kept over the job's own. The re-submit is
+     fenced by the leader epoch as the reservation is, and a submit that finds the job already
+     settled by another sidecar kills its app only if the job is being killed, cancelled or
+     has ended. Safety nets: adoption kills the other tagged apps; each tick kills polled live
+     apps tagged for a job that are not its app or whose job ended (an app landing after its job
+     was cancelled).
    * apps the RM forgot: a job's app that the last good poll no longer lists (the RM evicted it
-     or lost its state) is looked up by id; unknown to the RM, the job fails and frees its CPUs,
-     unlearned.
+     or lost its state), or that no good poll has listed 3 minutes after its submission
+     (``reaper.UNLISTED_GRACE_MS``), is looked up by id; unknown to the RM, the job fails and
+     frees its CPUs, unlearned.
    * LIFETIME timeout (4.6) at the deadline for jobs above ``drop_threshold`` tasks, at
      ``deadline + job_overrun_factor * deadline_s`` for smaller ones (``docs/policies.md``: smaller
      violators run on so their outcome still teaches the estimator). Retried until set.
-   * kill (4.3) of jobs the policy killed or the user cancelled; the final app record is stored
+   * kill (4.3) of jobs the policy killed or the user cancelled (by the leader only: a follower
+     serving ``DELETE /jobs/{id}`` leaves the job cancelling); the final app record is stored
      and ends the job in the same transaction. A reserved id the RM does not know yet keeps the
      job cancelling/killing for ``LANDING_GRACE_MS`` after the reservation, in case its
      ``POST /apps`` is still in flight.

@@ -4,6 +4,7 @@ act pass runs, further kicks only ask it to run once more."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 from app.services.admission.common import ServiceState
 
@@ -23,7 +24,11 @@ class Kicks(ServiceState):
         if self._kicked is not None and not self._kicked.done():
             self._kick_again = True
             return
-        self._kicked = asyncio.get_running_loop().create_task(self._kick_loop())
+        # A fresh context: the pass acts for the sidecar, not for the request that kicked it,
+        # so the steps it records (and its worker threads) carry no request's principal.
+        self._kicked = asyncio.get_running_loop().create_task(
+            self._kick_loop(), context=contextvars.Context()
+        )
 
     async def _kick_loop(self) -> None:
         while True:

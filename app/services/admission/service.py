@@ -255,12 +255,15 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         if won:
             record_step(
                 session, self.cfg, job.id, "cancel", "cancelled by the user", now_ms,
-                previous_state=job.state, app_id=job.app_id,
+                principal=current_label(), previous_state=job.state, app_id=job.app_id,
             )  # fmt: skip
         return won
 
     async def finish_cancel(self, job_id: str, wait_s: float) -> None:
-        """Kill a cancelled job's app now if the action lock frees within ``wait_s``."""
+        """Kill a cancelled job's app now if the action lock frees within ``wait_s``; a follower
+        leaves it to the leader (only the leader writes to YARN), the job staying cancelling."""
+        if not self.may_act():
+            return
         try:
             await asyncio.wait_for(self._act_lock.acquire(), timeout=wait_s)
         except TimeoutError:

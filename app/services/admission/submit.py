@@ -1,6 +1,14 @@
-"""Write-ahead submission (``docs/yarn.md`` 4.1, 4.2): adopt the job's app if YARN has one by
-its tag, else reserve an id and store it (state ``submitting``) before ``POST /apps``, then mark
-``submitted``; a reserved id is submitted again, never a fresh one, so no job runs twice."""
+"""Write-ahead submission (``docs/yarn.md`` 4.1, 4.2): reserve an id and store it (state
+``submitting``) before ``POST /apps``, then mark ``submitted``; a reserved id is submitted again,
+never a fresh one, so no job runs twice.
+
+Adoption trusts only the id the job reserved: anyone who can submit to YARN can tag an app
+``sidecar-job:<id>``, so an admitted job (nothing reserved, so no app of its own can exist) is
+never matched to a tagged app, and a ``submitting`` job adopts its reserved id alone, and only
+in the job's queue (the reserved id in another queue is someone else's app: the job fails, as
+its own can no longer land). Other apps carrying the tag are not the job's: adoption kills them
+(they can only be their submitter's own apps, never the reserved one), as the stray sweep does
+later."""
 
 from __future__ import annotations
 
@@ -14,7 +22,7 @@ from app.db.jobs_models import Job
 from app.db.promise_history import job_keys
 from app.db.session import transaction
 from app.domain import tags as t
-from app.domain.model import AppRecord
+from app.domain.model import AppRecord, queue_names
 from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
 from app.jobs.rounds import record_step
 from app.policies.hybridmr import profiles
@@ -26,15 +34,19 @@ class Submission(Reaper):
     """Submitting and adopting admitted jobs' apps (it sets their timeouts as the reaper does)."""
 
     async def _submit(self, job: Job) -> None:
-        """Adopt the job's app if YARN has one, else reserve an id (write-ahead) and submit."""
-        tag = t.job_tag(job.id)
-        mine = [a for a in await self.rm.apps(tags=[tag]) if tag in a.tags]
-        if mine:
-            await self._adopt(job, mine)
-            return
+        """Adopt the job's reserved app if YARN has it, else submit the reserved id again, or
+        reserve one (write-ahead) and submit it."""
         if job.state == t.SUBMITTING and job.app_id is not None:
+            tag = t.job_tag(job.id)
+            tagged = [a for a in await self.rm.apps(tags=[tag]) if tag in a.tags]
+            reserved = [a for a in tagged if a.app_id == job.app_id]
+            if reserved:
+                await self._adopt(job, reserved[0], [a for a in tagged if a is not reserved[0]])
+                return
             # An earlier POST /apps of the reserved id may still land (it timed out, or we
             # crashed): submit the same id again, never a fresh one, so at most one app exists.
+            if not await asyncio.to_thread(self._may_resubmit, job):
+                return
             app_id, expiry = job.app_id, job.lifetime_expiry_ms or self.lifetime_expiry_ms(job)
         else:
             app_id, expiry = (await self.rm.new_application()).app_id, self.lifetime_expiry_ms(job)
@@ -55,10 +67,32 @@ class Submission(Reaper):
                 await asyncio.to_thread(self._fail, job.id, app_id, exc.message)
                 return
         if not await asyncio.to_thread(self._mark_submitted, job, app_id, expiry):
-            # Killed or cancelled while we were submitting: the app must not run on.
-            await self.rm.kill_application(app_id, "job ended before submission completed", 0)
+            if await asyncio.to_thread(self._ended_meanwhile, job.id):
+                # Killed or cancelled while we were submitting: the app must not run on.
+                await self.rm.kill_application(app_id, "job ended before submission completed", 0)
+            # Otherwise another sidecar (a new leader) settled the same reserved id: it is the
+            # job's app, and that sidecar owns it now.
             return
         await self._set_timeout_at(job.id, app_id, expiry)
+
+    def _may_resubmit(self, job: Job) -> bool:
+        """Whether this process may ``POST /apps`` the job's reserved id again: it still leads
+        (the epoch fence of ``_reserve``) and the job is still submitting that id."""
+        try:
+            with transaction(self.sessions) as session:
+                leader_repo.check_epoch(session, self.epoch())
+                now = jobs_repo.get_job(session, job.id)
+                return now is not None and (now.state, now.app_id) == (t.SUBMITTING, job.app_id)
+        except leader_repo.Fenced as exc:
+            self.log.warning("job %s: %s not submitted again: %s", job.id, job.app_id, exc)
+            return False
+
+    def _ended_meanwhile(self, job_id: str) -> bool:
+        with self.sessions() as session:
+            now = jobs_repo.get_job(session, job_id)
+            return now is not None and (
+                now.state in (t.KILLING, t.CANCELLING) or now.state in t.FINAL_STATES
+            )
 
     def _reserve(self, job: Job, app_id: str, expiry_ms: int) -> bool:
         now = self.clock()
@@ -131,18 +165,24 @@ class Submission(Reaper):
                 )  # fmt: skip
             return won
 
-    async def _adopt(self, job: Job, apps: Sequence[AppRecord]) -> None:
-        """Take the job's existing app (a restart after submit); extra ones are duplicates."""
-        keep, *extra = sorted(apps, key=lambda a: (a.submitted_ms or 0, a.app_id))
+    async def _adopt(self, job: Job, app: AppRecord, others: Sequence[AppRecord]) -> None:
+        """Take the job's reserved app (the POST /apps whose answer was lost); other apps tagged
+        for the job are someone's own apps, not the job's, and are killed."""
+        if not _same_queue(app.queue, job.queue):
+            # Not what the sidecar submitted (a POST of the reserved id lands in the job's
+            # queue): someone else's app took the id, so the job's own can never land.
+            why = f"{app.app_id} is held by an app of {app.user} in queue {app.queue}: not adopted"
+            await asyncio.to_thread(self._fail, job.id, app.app_id, why)
+            return
         killed: list[str] = []
-        for dup in extra:
-            if not dup.is_finished:
-                await self.rm.kill_application(dup.app_id, f"duplicate of {keep.app_id}", 0)
-                killed.append(dup.app_id)
+        for other in others:
+            if not other.is_finished:
+                await self.rm.kill_application(other.app_id, f"not the job's {app.app_id}", 0)
+                killed.append(other.app_id)
         expiry = self.lifetime_expiry_ms(job)
-        adopted = await asyncio.to_thread(self._store_adoption, job, keep, expiry, killed)
-        if adopted and not keep.is_finished:
-            await self._set_timeout_at(job.id, keep.app_id, expiry)
+        adopted = await asyncio.to_thread(self._store_adoption, job, app, expiry, killed)
+        if adopted and not app.is_finished:
+            await self._set_timeout_at(job.id, app.app_id, expiry)
 
     def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int, killed: list[str]) -> bool:
         now = self.clock()
@@ -157,7 +197,7 @@ class Submission(Reaper):
                 record_step(
                     session, self.cfg, job.id, "adopt",
                     f"YARN already had {app.app_id} tagged {t.job_tag(job.id)}: adopted, "
-                    "not submitted again" + (f"; killed duplicates {killed}" if killed else ""),
+                    "not submitted again" + (f"; killed strays {killed}" if killed else ""),
                     now, cpus=job.granted_cpus or 0, app_id=app.app_id, app_state=app.state,
                     killed_duplicates=killed,
                 )  # fmt: skip
@@ -172,6 +212,12 @@ class Submission(Reaper):
                 session, job_id, [t.SUBMITTING], now, state=t.FAILED, reason=reason
             ):
                 record_step(session, self.cfg, job_id, "fail", reason, now, app_id=app_id)
+
+
+def _same_queue(reported: str, configured: str) -> bool:
+    """Whether the RM's name for an app's queue names the job's queue: either may be a path or
+    a leaf name (``queue_names``)."""
+    return reported in queue_names(configured) or configured in queue_names(reported)
 
 
 def _already_submitted(exc: RMRejected) -> bool:
