@@ -18,6 +18,7 @@ from app.control.drift import differences
 from app.control.ledger import LedgerStep
 from app.control.plan import Plan
 from app.domain.live import LiveConfig, PushResult
+from app.domain.model import queue_names
 from app.domain.observation import Cursors, PolicyInputs
 from app.domain.outcome import PolicyOutcome
 
@@ -258,7 +259,7 @@ def managed_queue(name: str, queues: Sequence[str]) -> str | None:
     ends with (YARN resolves a submission's leaf name so when it is unique)."""
     if name in queues:
         return name
-    leaves = [q for q in queues if q.rsplit(".", 1)[-1] == name]
+    leaves = [q for q in queues if name in queue_names(q)]
     return leaves[0] if len(leaves) == 1 else None
 
 

@@ -132,35 +132,34 @@ def take_lead(db: Db, who: str, now_ms: int) -> int:
         return leader_repo.take_lead(session, who, now_ms)
 
 
-async def test_a_deposed_leader_does_not_submit_a_reserved_id_again(db: Db) -> None:
-    env = Env(db, FakeRM(), Clock())
+async def reserved_by_a(db: Db, env: Env) -> tuple[Any, Any, str, str | None]:
+    """Sidecars ``a`` (leading) and ``b``; ``a`` reserved a job's id and its POST was lost."""
     a, b = env.service(), env.service()
     epoch_a = take_lead(db, "a", env.clock.now)
     a.epoch = lambda: epoch_a
     job, _ = submit(a, 4, 1000)
     env.rm.submit_fault = "lost"
     await a.act()
-    reserved = load(env, job.id).app_id
+    return a, b, job.id, load(env, job.id).app_id
+
+
+async def test_a_deposed_leader_does_not_submit_a_reserved_id_again(db: Db) -> None:
+    env = Env(db, FakeRM(), Clock())
+    a, b, job_id, reserved = await reserved_by_a(db, env)
     epoch_b = take_lead(db, "b", env.clock.now)
     b.epoch = lambda: epoch_b
     await a.act()  # fenced: it no longer leads
     assert env.rm.submits == []
-    assert load(env, job.id).state == "submitting"
+    assert load(env, job_id).state == "submitting"
     await b.act()
-    stored = load(env, job.id)
+    stored = load(env, job_id)
     assert (stored.state, stored.app_id) == ("submitted", reserved)
     assert env.rm.submits == [reserved] and env.rm.kills == []
 
 
 async def test_a_new_leader_adopting_the_app_mid_submit_keeps_it_running(db: Db) -> None:
     env = Env(db, HookRM(), Clock())
-    a, b = env.service(), env.service()
-    epoch_a = take_lead(db, "a", env.clock.now)
-    a.epoch = lambda: epoch_a
-    job, _ = submit(a, 4, 1000)
-    env.rm.submit_fault = "lost"
-    await a.act()
-    reserved = load(env, job.id).app_id
+    a, b, job_id, reserved = await reserved_by_a(db, env)
     assert reserved is not None
 
     async def b_takes_over() -> None:
@@ -171,11 +170,11 @@ async def test_a_new_leader_adopting_the_app_mid_submit_keeps_it_running(db: Db)
 
     env.rm.during_submit = b_takes_over
     await a.act()
-    stored = load(env, job.id)
+    stored = load(env, job_id)
     assert (stored.state, stored.app_id) == ("submitted", reserved)
     assert env.rm.kills == []
     assert not env.rm.apps_by_id[reserved].is_finished
-    assert actions(env, job.id) == ["admit", "reserve", "adopt"]
+    assert actions(env, job_id) == ["admit", "reserve", "adopt"]
 
 
 async def test_a_submit_that_loses_to_a_cancel_kills_its_app(db: Db) -> None:
