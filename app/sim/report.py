@@ -77,8 +77,8 @@ def write_jobs_csv(path: Path, result: SimResult) -> None:
             j = r.job
             w.writerow(
                 [
-                    j.job_id,
-                    j.queue,
+                    sheet_cell(j.job_id),
+                    sheet_cell(j.queue),
                     j.submit_s,
                     j.tasks,
                     j.work,
@@ -88,7 +88,7 @@ def write_jobs_csv(path: Path, result: SimResult) -> None:
                     "" if r.end_s is None else r.end_s,
                     r.consumed,
                     r.grant,
-                    r.reason,
+                    sheet_cell(r.reason),
                 ]
             )
 
@@ -99,7 +99,7 @@ def write_decisions_csv(path: Path, result: SimResult) -> None:
         w = csv.writer(fh)
         w.writerow(["time_s", "job_id", "action", "vcores", "reason"])
         for d in result.decision_log:
-            w.writerow([d.at_s, d.job_id, d.action, d.vcores, d.reason])
+            w.writerow([d.at_s, sheet_cell(d.job_id), d.action, d.vcores, sheet_cell(d.reason)])
 
 
 def write_series_csv(path: Path, result: SimResult, sharing: SharingSeries | None = None) -> None:
@@ -132,6 +132,17 @@ def write_control_csv(path: Path, result: SimResult) -> None:
         for i, t in enumerate(s.control_t):
             row = [t, s.factor[i]] + [s.shares[q][i] for q in queues]
             w.writerow(row + [s.discrimination[q][i] for q in queues])
+
+
+def sheet_cell(text: str) -> str:
+    """``text`` as a spreadsheet shows it as text: ids, queues and reasons can come from YARN
+    users (``simulate --from-db``), and one starting ``=``, ``+``, ``-``, ``@`` or a control
+    character would be run as a formula by a spreadsheet opening the CSV (OWASP's CSV
+    injection advice: prefix a quote)."""
+    return f"'{text}" if text[:1] in _FORMULA_START else text
+
+
+_FORMULA_START = frozenset("=+-@\t\r")
 
 
 def _blank(v: float | None) -> float | str:

@@ -241,3 +241,27 @@ def test_deadline_basis_template_reaches_the_run(tmp_path: Path) -> None:
     # runs of a template vary, so most deadlines are no longer their own run
     differs = sum(d != pytest.approx(ideal) for ideal, d in template.values())
     assert differs > len(template) / 2
+
+
+def test_csv_cells_from_a_trace_open_as_text_not_formulas(tmp_path: Path) -> None:
+    # Ids and queues of a trace exported from YARN are whatever its users named them.
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "job_id,submit_s,tasks,work_vcore_s,queue\n"
+        '"=HYPERLINK(""http://x"")",0,2,20,@evil\n'
+        "-2+3,1,1,5,plain\n"
+        "j3,2,1,5,plain\n",
+        "utf-8",
+    )
+    out = tmp_path / "run"
+    argv = ["simulate", "--trace", str(trace), "--format", "csv", "--capacity", "4"]
+    argv += ["--deadlines", "Fixed2x", "--policy", "promise", "--decisions", "--quiet"]
+    assert _main([*argv, "--no-plots", "--out", str(out)]) == 0
+    with (out / "jobs.csv").open(encoding="utf-8", newline="") as fh:
+        jobs = {row["job_id"]: row for row in csv.DictReader(fh)}
+    assert set(jobs) == {'\'=HYPERLINK("http://x")', "'-2+3", "j3"}
+    assert jobs['\'=HYPERLINK("http://x")']["queue"] == "'@evil"
+    assert jobs["j3"]["queue"] == "plain"
+    with (out / "decisions.csv").open(encoding="utf-8", newline="") as fh:
+        ids = {row["job_id"] for row in csv.DictReader(fh)}
+    assert ids <= set(jobs) and "'-2+3" in ids

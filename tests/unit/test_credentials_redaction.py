@@ -46,6 +46,14 @@ PASSWORD = "p@ssw0rd"
             "http://rm:8088/ws/v1/cluster/apps?user=a@b",
         ),
         ("http://bob@rm:8088/ws", "http://bob@rm:8088/ws"),
+        # SQLAlchemy reads a password holding spaces; a port then text with an '@' is none
+        ("postgresql://sidecar:pa ss@db/sidecar", "postgresql://sidecar:***@db/sidecar"),
+        ("http://rm:8088 refused alice@REALM", "http://rm:8088 refused alice@REALM"),
+        # libpq key=value strings and environment lines
+        ("host=db user=s password=s3cret dbname=x", "host=db user=s password=*** dbname=x"),
+        ("password='a b\\'c' host=db", "password=*** host=db"),
+        ("PGPASSWORD=s3cret psql", "PGPASSWORD=*** psql"),
+        ("the password is wrong", "the password is wrong"),
     ],
 )
 def test_redact_text_masks_the_whole_password_of_a_url(text: str, shown: str) -> None:

@@ -8,7 +8,9 @@ never matched to a tagged app, and a ``submitting`` job adopts its reserved id a
 in the job's queue (the reserved id in another queue is someone else's app: the job fails, as
 its own can no longer land). Other apps carrying the tag are not the job's: adoption kills them
 (they can only be their submitter's own apps, never the reserved one), as the stray sweep does
-later."""
+later. The RM answers a ``POST /apps`` of an id it already holds with success whoever holds it,
+so after every POST the app is read back: outside the job's queue or without its tag, it is
+someone else's and the job fails."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
 from app.jobs.rounds import record_step
 from app.policies.hybridmr import profiles
 from app.services.admission.reaper import Reaper
-from app.yarn.errors import RMRejected
+from app.yarn.errors import RMError, RMRejected
 
 
 class Submission(Reaper):
@@ -66,6 +68,12 @@ class Submission(Reaper):
             if not _already_submitted(exc):
                 await asyncio.to_thread(self._fail, job.id, app_id, exc.message)
                 return
+        # The RM answers a POST of an id it already knows with success (or "already present")
+        # whoever submitted it, so the answer does not say the app is the job's: read it back.
+        held = await self._held_by_another(job, app_id)
+        if held is not None:
+            await asyncio.to_thread(self._fail, job.id, app_id, held)
+            return
         if not await asyncio.to_thread(self._mark_submitted, job, app_id, expiry):
             if await asyncio.to_thread(self._ended_meanwhile, job.id):
                 # Killed or cancelled while we were submitting: the app must not run on.
@@ -171,8 +179,7 @@ class Submission(Reaper):
         if not _same_queue(app.queue, job.queue):
             # Not what the sidecar submitted (a POST of the reserved id lands in the job's
             # queue): someone else's app took the id, so the job's own can never land.
-            why = f"{app.app_id} is held by an app of {app.user} in queue {app.queue}: not adopted"
-            await asyncio.to_thread(self._fail, job.id, app.app_id, why)
+            await asyncio.to_thread(self._fail, job.id, app.app_id, _held(app, "not adopted"))
             return
         killed: list[str] = []
         for other in others:
@@ -183,6 +190,18 @@ class Submission(Reaper):
         adopted = await asyncio.to_thread(self._store_adoption, job, app, expiry, killed)
         if adopted and not app.is_finished:
             await self._set_timeout_at(job.id, app.app_id, expiry)
+
+    async def _held_by_another(self, job: Job, app_id: str) -> str | None:
+        """Why the app YARN holds under the job's id is not the job's (None: it is, or the RM
+        could not be asked; the poll then finds it as it finds any submitted app)."""
+        try:
+            app = await self.rm.app(app_id)
+        except RMError as exc:
+            self.log.warning("job %s: %s not read back after submission: %s", job.id, app_id, exc)
+            return None
+        if _same_queue(app.queue, job.queue) and t.job_tag(job.id) in app.tags:
+            return None
+        return _held(app, "not the job's")
 
     def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int, killed: list[str]) -> bool:
         now = self.clock()
@@ -212,6 +231,10 @@ class Submission(Reaper):
                 session, job_id, [t.SUBMITTING], now, state=t.FAILED, reason=reason
             ):
                 record_step(session, self.cfg, job_id, "fail", reason, now, app_id=app_id)
+
+
+def _held(app: AppRecord, verdict: str) -> str:
+    return f"{app.app_id} is held by an app of {app.user} in queue {app.queue}: {verdict}"
 
 
 def _same_queue(reported: str, configured: str) -> bool:

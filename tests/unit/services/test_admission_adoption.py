@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from app.auth.principal import Principal, Role, acting_as, current
 from app.db import jobs_repo, leader_repo
 from app.db.session import transaction
@@ -33,13 +35,16 @@ ALICE = Principal("alice", Role.SUBMITTER, "alice-ci")
 BOB = Principal("bob", Role.SUBMITTER, "bob-ci")
 
 
-async def plant(env: Env, job_id: str, app_id: str, queue: str = "root.mallory") -> None:
-    """Another YARN user submits an app of her own tagged with a sidecar job's id."""
+async def plant(
+    env: Env, job_id: str, app_id: str, queue: str = "root.mallory", tags: list[str] | None = None
+) -> None:
+    """Another YARN user submits an app of her own, tagged with a sidecar job's id unless
+    ``tags`` says otherwise."""
     ctx = {
         "application-id": app_id,
         "queue": queue,
         "application-name": "evil",
-        "application-tags": {"tag": [f"sidecar-job:{job_id}"]},
+        "application-tags": {"tag": [f"sidecar-job:{job_id}"] if tags is None else tags},
     }
     await env.rm.submit_application(ctx)
     env.rm.apps_by_id[app_id] = replace(env.rm.apps_by_id[app_id], user="mallory")
@@ -110,6 +115,42 @@ async def test_a_reserved_id_held_by_an_app_in_another_queue_is_not_adopted(db: 
     assert "root.mallory" in stored.reason and "not adopted" in stored.reason
     assert env.rm.submits == [] and env.rm.kills == []
     assert actions(env, job.id) == ["admit", "reserve", "fail"]
+
+
+@pytest.mark.parametrize("queue", ["root.mallory", "root.deadline"])
+async def test_a_reserved_id_taken_untagged_fails_the_job_instead_of_being_its_app(
+    db: Db, queue: str
+) -> None:
+    # The tag query does not list an untagged app, so the job posts its reserved id again and
+    # the RM answers success for the id it already holds.
+    env = Env(db, FakeRM(), Clock())
+    service = env.service()
+    job, _ = submit(service, 4, 1000)
+    env.rm.submit_fault = "lost"
+    await service.act()
+    reserved = load(env, job.id).app_id
+    assert reserved is not None
+    await plant(env, job.id, reserved, queue, tags=[])
+    await service.act()
+    stored = load(env, job.id)
+    assert stored.state == "failed"
+    assert f"queue {queue}" in stored.reason and "mallory" in stored.reason
+    assert env.rm.submits == [] and env.rm.kills == []
+    assert actions(env, job.id) == ["admit", "reserve", "fail"]
+
+
+async def test_a_submitted_app_read_back_as_the_jobs_own_is_marked_submitted(db: Db) -> None:
+    env = Env(db, FakeRM(), Clock())
+    service = env.service()
+    job, _ = submit(service, 4, 1000)
+    env.rm.submit_fault = "lost"
+    await service.act()
+    reserved = load(env, job.id).app_id
+    await service.act()  # the same id again, now landing
+    stored = load(env, job.id)
+    assert (stored.state, stored.app_id) == ("submitted", reserved)
+    assert env.rm.submits == [reserved]
+    assert actions(env, job.id) == ["admit", "reserve", "submit"]
 
 
 # ---- 2. a deposed leader -----------------------------------------------------------------------
