@@ -39,6 +39,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         "POST /jobs",
     ),
     "bench_queue_policies": (["--queues", "4", "--repeats", "2"], "fawkes step"),
+    "bench_redact": (["--sizes", "200,400", "--repeat", "1"], "| a://:x |"),
     "bench_retention": (["--db", "sqlite", "--nodes", "20", "--queues", "4"], "| sqlite |"),
     "bench_rrf_justice": (["--repeat", "1"], "justice admit"),
     "bench_scale": (["--db", "sqlite", "--sizes", "10:4:5:10", "--ticks", "1"], "client"),

@@ -78,11 +78,14 @@ class PolicyIn(BaseModel):
     allow_drift_overwrite: bool | None = None
     floors: dict[str, int] | None = Field(
         None,
+        max_length=MAX_KEYS,
         description="Minimum share per queue path ('*': the others), in containers of the "
         "scheduler's minimum allocation; default 2 (one ApplicationMaster and one container).",
     )
     baseline: dict[str, float] | None = Field(
-        None, description="Capacities (percent, summing to 100) an idle cluster returns to."
+        None,
+        max_length=MAX_KEYS,
+        description="Capacities (percent, summing to 100) an idle cluster returns to.",
     )
     accept_drift: bool = Field(
         False, description="Make the RM's live configuration the new baseline for drift checks."

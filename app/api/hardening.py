@@ -15,6 +15,8 @@
   ``DB_LOG_EVERY_S``, not as a traceback per request.
 * Any other exception answers ``500 {"detail": "internal error"}`` (JSON like every error; the
   exception, which may quote data, goes to the log only).
+* Every response, errors included, says not to sniff its type, send no referrer, and not be
+  framed (``SECURITY_HEADERS``; a page with its own Content-Security-Policy keeps it).
 """
 
 from __future__ import annotations
@@ -143,8 +145,31 @@ def _host_allowed(host_header: str, allowed: tuple[str, ...]) -> bool:
     return host in {h.lower() for h in allowed}
 
 
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+)
+
+
+def _secured(send: Send) -> Send:
+    """``send`` adding each of ``SECURITY_HEADERS`` the response does not set itself."""
+
+    async def send_secured(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            present = {name.lower() for name, _ in headers}
+            headers += [(k, v) for k, v in SECURITY_HEADERS if k not in present]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return send_secured
+
+
 class GuardMiddleware:
-    """Host check, body size limit and the JSON body checks, before routing."""
+    """Host check, body size limit and the JSON body checks, before routing; security headers
+    on every response."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
@@ -155,6 +180,7 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _secured(send)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         if not _host_allowed(headers.get("host", ""), self.allowed):
             await error(400, "Host: not an allowed host (YARN_SIDECAR_ALLOWED_HOSTS)")(

@@ -313,3 +313,42 @@ async def test_api_docs_are_open_pages_served_from_the_package(served: Served) -
             assert r.status_code == 200 and len(r.content) > 500, asset
     bundle = await served.anon.get("/docs/static/redoc.standalone.js")
     assert b"cdn.redoc.ly" not in bundle.content
+
+
+async def test_every_response_forbids_framing_and_sniffing(served: Served) -> None:
+    """Pages that set their own policy keep it; every other answer, errors included, gets one
+    that forbids framing (the dashboard has a token field and a PUT /policy form)."""
+    for path, who, status in [
+        ("/ui", None, 200),
+        ("/docs/oauth2-redirect", None, 200),
+        ("/health", None, 200),
+        ("/queues", "viewer", 200),
+        ("/queues", None, 401),
+        ("/no-such-page", "viewer", 404),
+    ]:
+        r = await served.anon.get(path, headers=served.as_(who) if who else {})
+        assert r.status_code == status, path
+        assert r.headers["X-Content-Type-Options"] == "nosniff", path
+        assert r.headers["X-Frame-Options"] == "DENY", path
+        assert r.headers["Referrer-Policy"] == "no-referrer", path
+        assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"], path
+    page = await served.anon.get("/ui")
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+async def test_the_dashboard_page_is_served_only_with_its_policy(served: Served) -> None:
+    assert (await served.anon.get("/ui/static/app.js")).status_code == 200
+    for path in ("/ui/static/index.html", "/ui/static/INDEX.HTM", "/ui/static/index.html?x=1"):
+        assert (await served.anon.get(path)).status_code == 404, path
+
+
+async def test_floors_and_baseline_are_capped_like_the_other_per_queue_maps(
+    served: Served,
+) -> None:
+    many = {f"root.q{i}": 1 for i in range(1001)}
+    for body in ({"floors": many}, {"baseline": {q: 0.1 for q in many}}):
+        for method, path, who in (("POST", "/policy/preview", "viewer"), ("PUT", "/policy", "ops")):
+            r = await served.anon.request(method, path, json=body, headers=served.as_(who))
+            assert r.status_code == 422, (path, r.text[:200])
+            field = next(iter(body))
+            assert r.json()["detail"].startswith(f"body.{field}: "), r.json()

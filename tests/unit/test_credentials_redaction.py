@@ -137,3 +137,14 @@ def test_simulate_from_db_with_an_unknown_driver_masks_the_database_password(
     err = capsys.readouterr().err
     assert "cannot use postgresql+psycopg3://sidecar:***@db/sidecar" in err
     assert "YmFy" not in err and "s3cret" not in err
+
+
+@pytest.mark.parametrize("piece", ["a://:x", "a://b:", "http://u:", "://:@"])
+def test_redact_text_reads_a_long_hostile_line_to_its_end(piece: str) -> None:
+    # uvicorn logs the caller's raw query string, and every log line is redacted; a pattern
+    # that backtracked over such a line froze the event loop for seconds.
+    junk = piece * (60_000 // len(piece))
+    line = f"GET /health?q={junk} postgresql://u:s3cret@db/x"
+    shown = redact_text(line)
+    assert shown.endswith(" postgresql://u:***@db/x")
+    assert "s3cret" not in shown and len(shown) > 60_000

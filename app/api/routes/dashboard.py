@@ -6,17 +6,29 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.responses import Response
+from starlette.types import Scope
 
 router = APIRouter(tags=["dashboard"])
 UI_DIR = resources.files("app.api") / "static" / "ui"
 
 
+class _Assets(StaticFiles):
+    """Scripts, styles and images only: the page itself is served by ``/ui`` alone, with its
+    Content-Security-Policy (at ``/ui/static/index.html`` it would run without one)."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        if path.lower().endswith((".html", ".htm")):
+            raise HTTPException(404, "Not Found")
+        return await super().get_response(path, scope)
+
+
 def static_files() -> StaticFiles:
     """The dashboard's assets, mounted at ``/ui/static``."""
-    return StaticFiles(directory=str(UI_DIR))
+    return _Assets(directory=str(UI_DIR))
 
 
 @cache
