@@ -125,7 +125,7 @@ class Snapshot:
     history_jobs: dict[str, int] = field(default_factory=dict)
     # The interference guard's maximum-capacity caps per queue (percent), empty when inactive.
     guard_caps: dict[str, float] = field(default_factory=dict)
-    # HybridMR placement of observed jobs by status (applied, advised, decided, failed).
+    # HybridMR placement of observed jobs by status (applied, advised, decided, refused, failed).
     placements_by_status: dict[str, int] = field(default_factory=dict)
     # Deadline jobs submitted to YARN that it has not started (``unstarted_jobs``), and the
     # earliest of their submissions to YARN.

@@ -338,7 +338,7 @@ def _history_metrics(snap: Snapshot) -> Iterable[Metric]:
     yield _counter(
         "placement_decisions",
         "HybridMR placement of observed jobs by status (applied: moved to the labelled queue, "
-        "advised, decided: stays, failed).",
+        "advised, decided: stays, refused: its owner may not submit to the queue, failed).",
         ["status"],
         snap.placements_by_status,
     )

@@ -19,12 +19,23 @@ an app is decided once (the decided set is rebuilt from those records after a re
 that cannot be reached leaves it undecided for the next tick). The earlier the move, the more of
 the job's containers it places: an app seen only after its AM asked for every container gains
 nothing, which the record cannot tell.
+
+The RM authorises a move against its caller, the sidecar, not against the app's owner (Hadoop's
+``moveApplicationAcrossQueues`` in ``ClientRMService`` asks whether the caller may submit to or
+administer the target queue). So before it moves an app the sidecar asks the owner's question
+itself (``app.domain.queue_acl``): once per tick, and only when there is an app to move, it reads
+``yarn.acl.enable`` (and ``yarn.authorization-provider``) from the RM and, when ACLs are on, the
+scheduler configuration. An app whose owner may not submit to the target queue, or could only
+through a group the sidecar cannot see, is recorded ``refused`` with the reason and stays where
+it is. Those reads fail like the move: an unreachable RM leaves the apps to move undecided for
+the next tick; a refusal (say, a file-based scheduler configuration, which has no
+``/scheduler-conf``) records them ``failed``, unmoved. Advise mode reads nothing, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +47,7 @@ from app.db.models import Application, Decision
 from app.db.observe_repo import PLACEMENT_KIND
 from app.db.promise_history import app_keys
 from app.db.session import transaction
+from app.domain import queue_acl
 from app.domain.model import queue_names
 from app.domain.tags import JOB_TAG, DeadlineTags, parse_deadline_tags
 from app.policies.hybridmr import profiles
@@ -52,9 +64,17 @@ MAX_ERROR_CHARS = 300
 
 
 class Mover(Protocol):
-    """What placement needs of the RM client."""
+    """What placement needs of the RM client: the move, and what decides who may make it."""
 
     async def move_application(self, app_id: str, queue: str) -> str: ...
+
+    async def rm_conf(self, names: Sequence[str]) -> dict[str, str]: ...
+
+    async def scheduler_conf(self) -> dict[str, str]: ...
+
+
+# May this owner submit to the target queue (one tick's ACLs, ``queue_acl.submit_access``)?
+OwnerCheck = Callable[[str], queue_acl.Verdict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +84,7 @@ class Plan:
     app_id: str
     queue: str
     placement: profiles.Placement
+    user: str
 
     @property
     def moves(self) -> bool:
@@ -98,22 +119,73 @@ class ObservedPlacement(LoopService):
     async def run_once(self, now_ms: int) -> None:
         # ``mode`` reads the controller's configuration from the database: off the event loop
         mode, plans = await asyncio.to_thread(lambda: (self.mode(), self.plan(now_ms)))
+        owner_check: OwnerCheck | str = "not read"
+        if mode == "enforce" and any(plan.moves for plan in plans):
+            try:
+                owner_check = await self._owner_check()
+            except RMUnavailable as exc:
+                # temporary: the apps to move stay undecided and are looked at again next tick
+                self.log.warning("reading the queue ACLs: RM unavailable: %s", exc)
+                plans = [plan for plan in plans if not plan.moves]
+            except RMError as exc:
+                owner_check = redact_text(str(exc))[:MAX_ERROR_CHARS]
+                self.log.warning("reading the queue ACLs failed: %s", owner_check)
         for plan in plans:
-            status, error = "decided", None
+            status, note = "decided", None
             if plan.moves and mode != "enforce":
                 status = "advised"
             elif plan.moves:
-                try:
-                    await self.rm.move_application(plan.app_id, self.target_queue)
-                    status = "applied"
-                except RMUnavailable as exc:
-                    # temporary: the app stays undecided and is looked at again next tick
-                    self.log.warning("moving %s: RM unavailable: %s", plan.app_id, exc)
-                    continue
-                except RMError as exc:
-                    status, error = "failed", redact_text(str(exc))[:MAX_ERROR_CHARS]
-                    self.log.warning("moving %s failed: %s", plan.app_id, error)
-            await asyncio.to_thread(self._record, plan, mode, status, error, now_ms)
+                decided = await self._move(plan, owner_check)
+                if decided is None:
+                    continue  # the RM could not be reached: undecided until the next tick
+                status, note = decided
+            await asyncio.to_thread(self._record, plan, mode, status, note, now_ms)
+
+    async def _move(self, plan: Plan, owner_check: OwnerCheck | str) -> tuple[str, str] | None:
+        """Moves ``plan``'s app if its owner may submit to the target queue: (status, note), or
+        None when the RM could not be reached. ``owner_check`` is this tick's check, or why the
+        ACLs could not be read."""
+        if not callable(owner_check):
+            return "failed", f"not moved: the queue ACLs could not be read: {owner_check}"
+        verdict = owner_check(plan.user)
+        who, queue = f"owner {plan.user or '(unknown)'}", self.target_queue
+        if not verdict.allowed:
+            note = f"not moved: {who} may not submit to {queue}: {verdict.reason}"
+            self.log.warning("not moving %s: %s", plan.app_id, note)
+            return "refused", note
+        note = f"{who} may submit to {queue}: {verdict.reason}"
+        try:
+            await self.rm.move_application(plan.app_id, queue)
+        except RMUnavailable as exc:
+            self.log.warning("moving %s: RM unavailable: %s", plan.app_id, exc)
+            return None
+        except RMError as exc:
+            error = redact_text(str(exc))[:MAX_ERROR_CHARS]
+            self.log.warning("moving %s failed: %s", plan.app_id, error)
+            return "failed", f"{note}; the move failed: {error}"
+        return "applied", note
+
+    async def _owner_check(self) -> OwnerCheck:
+        """This tick's answer to "may this user submit to the target queue?": the RM's ACL
+        switches, and the scheduler configuration only when they say it decides."""
+        rm_values = await self.rm.rm_conf(queue_acl.RM_KEYS)
+        conf: dict[str, str] = {}
+        if queue_acl.needs_scheduler_conf(rm_values):
+            conf = await self.rm.scheduler_conf()
+        verdicts: dict[str, queue_acl.Verdict] = {}
+
+        def check(user: str) -> queue_acl.Verdict:
+            if user not in verdicts:
+                verdicts[user] = queue_acl.submit_access(
+                    user,
+                    self.target_queue,
+                    acl_enable=rm_values.get(queue_acl.ACL_ENABLE_KEY),
+                    scheduler_conf=conf,
+                    authorization_provider=rm_values.get(queue_acl.AUTHORIZATION_PROVIDER_KEY),
+                )
+            return verdicts[user]
+
+        return check
 
     def plan(self, now_ms: int) -> list[Plan]:
         """Algorithm 2 for every observed deadline app not decided yet."""
@@ -142,16 +214,17 @@ class ObservedPlacement(LoopService):
             placed = profiles.place(
                 book, app_keys(app).chain(), None, desired, totals.vcores if totals else 0.0
             )
-            out.append(Plan(app.app_id, app.queue, placed))
+            out.append(Plan(app.app_id, app.queue, placed, app.user))
         return out
 
-    def _record(self, plan: Plan, mode: str, status: str, error: str | None, now_ms: int) -> None:
-        target = self.target_queue if plan.moves else plan.queue
+    def _record(self, plan: Plan, mode: str, status: str, note: str | None, now_ms: int) -> None:
+        # a refused app stays where it is; a failed one is recorded with where it was to go
+        target = self.target_queue if plan.moves and status != "refused" else plan.queue
         reason = plan.placement.reason
         if status == "advised":
             reason += f"; advised only ({mode} mode)"
-        if error:
-            reason += f"; the move failed: {error}"
+        if note:
+            reason += f"; {note}"
         with transaction(self.sessions) as session:
             cluster = repo.get_cluster(session, self.cluster_name)
             if cluster is None:
@@ -165,7 +238,12 @@ class ObservedPlacement(LoopService):
                     policy=POLICY,
                     mode=mode,
                     params={"target_queue": self.target_queue},
-                    inputs={"app_id": plan.app_id, "queue": plan.queue, **plan.placement.numbers()},
+                    inputs={
+                        "app_id": plan.app_id,
+                        "queue": plan.queue,
+                        "user": plan.user,
+                        **plan.placement.numbers(),
+                    },
                     outputs={"app_id": plan.app_id, "queue": target},
                     status=status,
                     reason=reason,

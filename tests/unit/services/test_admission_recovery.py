@@ -61,7 +61,16 @@ class SlowRM(FakeRM):
 
 
 class RecoveringRM(FakeRM):
-    """An RM that refuses a re-submit of a known id instead of ignoring it."""
+    """An RM that refuses a re-submit of a known id instead of ignoring it; ``blind`` tag
+    queries list nothing (the app is known by id all along)."""
+
+    blind: int = 0
+
+    async def apps(self, *, tags: Sequence[str] | None = None) -> tuple[AppRecord, ...]:
+        if tags and self.blind > 0:
+            self.blind -= 1
+            return ()
+        return await super().apps(tags=tags)
 
     async def submit_application(self, context: Mapping[str, Any]) -> None:
         app_id = str(context["application-id"])
@@ -103,13 +112,29 @@ async def test_already_present_answer_to_a_resubmit_counts_as_submitted(db: Db) 
     job, _ = submit(service, 4, 100)
     env.rm.submit_fault = "ambiguous"  # applied, answer lost
     await service.act()
-    env.rm.apps_by_id[load(env, job.id).app_id] = replace(
-        env.rm.apps_by_id[load(env, job.id).app_id], tags=()
-    )  # the tag query cannot see it (e.g. not yet indexed): the re-submit meets the known id
+    env.rm.blind = 1  # the tag query misses it: the re-submit meets the known id
     await service.act()
     stored = load(env, job.id)
     assert stored.state == "submitted"
     assert actions(env, job.id) == ["admit", "reserve", "submit"]
+
+
+async def test_already_present_answer_for_an_app_without_the_jobs_tag_fails_the_job(
+    db: Db,
+) -> None:
+    # Not the job's app: someone submitted the reserved id first, untagged, in the job's queue.
+    env = Env(db, RecoveringRM(), Clock())
+    service = env.service()
+    job, _ = submit(service, 4, 100)
+    env.rm.submit_fault = "ambiguous"
+    await service.act()
+    reserved = load(env, job.id).app_id
+    assert reserved is not None
+    env.rm.apps_by_id[reserved] = replace(env.rm.apps_by_id[reserved], tags=(), user="mallory")
+    await service.act()
+    stored = load(env, job.id)
+    assert stored.state == "failed" and "mallory" in stored.reason
+    assert actions(env, job.id) == ["admit", "reserve", "fail"]
 
 
 async def test_adopting_kills_and_records_duplicates(env: Env) -> None:
