@@ -96,3 +96,29 @@ def test_raw_then_hourly_means_then_nothing(db: Db) -> None:
     # idempotent: a second run (a new process, no scan position) changes nothing
     again = RetentionService(db.sessions, WINDOWS, interval_s=3600, batch=100).prune(NOW)
     assert again.total_rows == 0 and _samples(db) == after
+
+
+def test_ticks_that_changed_nothing_go_with_the_raw_window(db: Db) -> None:
+    """A tick's row carries its inputs (about 1.5 KB a queue, one a minute): the ticks that did
+    nothing are kept for the raw window, the ones that did something for the decision window."""
+    ages = {"3h": NOW - 3 * HOUR_MS, "1h": NOW - HOUR_MS}
+    kinds = [("queue", "no_change"), ("queue", "static"), ("queue", "observe"),
+             ("queue", "pushed"), ("queue", "drift"), ("placement", "decided")]  # fmt: skip
+    with transaction(db.sessions) as s:
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], NOW).id
+        for age, at in ages.items():
+            for kind, status in kinds:
+                repo.add_decision(
+                    s, Decision(cluster_id=cid, created_ms=at, kind=kind, policy="x",
+                                mode="enforce", params={}, inputs={}, outputs={}, status=status,
+                                reason=age),
+                )  # fmt: skip
+    pruned = RetentionService(db.sessions, WINDOWS, interval_s=3600, batch=100).prune(NOW)
+    with db.sessions() as s:
+        kept = sorted((d.reason, d.kind, d.status) for d in s.scalars(select(Decision)))
+    # beyond the raw window (2 h) only the routine ticks are gone; inside it all are kept
+    assert kept == sorted(
+        [("1h", k, st) for k, st in kinds]
+        + [("3h", k, st) for k, st in kinds if st not in ("no_change", "static", "observe")]
+    )
+    assert pruned.deleted_rows["decisions"] == 3
