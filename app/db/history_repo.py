@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.db import control_repo
@@ -298,9 +298,22 @@ def _app_run(app: Application, started_ms: int, finished_ms: int) -> Run:
 
 def live_apps(session: Session, cluster_id: int, states: Sequence[str]) -> list[Application]:
     """Apps the poller currently sees in ``states`` (not gone)."""
-    stmt = select(Application).where(
+    return list(session.scalars(_live(cluster_id, states)))
+
+
+def live_tagged_apps(
+    session: Session, cluster_id: int, states: Sequence[str], tag_prefix: str
+) -> list[Application]:
+    """``live_apps`` that may carry a tag starting with ``tag_prefix``, chosen in the database:
+    the stored tags (``,a,b,``) hold the prefix in any case. A superset (the prefix could sit
+    inside another tag): the caller parses the tags it gets."""
+    held = func.lower(Application.tags).contains(tag_prefix.lower(), autoescape=True)
+    return list(session.scalars(_live(cluster_id, states).where(held)))
+
+
+def _live(cluster_id: int, states: Sequence[str]) -> Select[Application]:
+    return select(Application).where(
         Application.cluster_id == cluster_id,
         Application.state.in_(list(states)),
         Application.gone_ms.is_(None),
     )
-    return list(session.scalars(stmt))

@@ -120,6 +120,8 @@ def am_vcores(job: Job | None) -> int:
 def _observations(
     session: Session, after: tuple[int, str] | None, capacity: int
 ) -> list[tuple[Outcome, tuple[int, str]]]:
+    """The learnable observations in observation order, only those past ``after`` (the
+    ``(observed_ms, app_id)`` of the last one learned) when given."""
     stmt = (
         select(EstimatorObservation, Application, Job)
         .join(Application, Application.app_id == EstimatorObservation.app_id)
@@ -127,11 +129,22 @@ def _observations(
         .where(or_(EstimatorObservation.learned.is_(True), EstimatorObservation.censored.is_(True)))
         .order_by(EstimatorObservation.observed_ms, EstimatorObservation.app_id)
     )
+    if after is not None:
+        # (observed_ms, app_id) > after, in the database: a refresh reads only the rows added
+        # since, from ix_estimator_observations_observed (a range on its column), whatever the
+        # history's size. The ORDER BY compares app ids in the same collation, so the rows past
+        # the mark are exactly those a full rebuild learns after it.
+        observed_ms, app_id = after
+        stmt = stmt.where(
+            EstimatorObservation.observed_ms >= observed_ms,
+            or_(
+                EstimatorObservation.observed_ms > observed_ms,
+                EstimatorObservation.app_id > app_id,
+            ),
+        )
     out: list[tuple[Outcome, tuple[int, str]]] = []
     for obs, app, job in session.execute(stmt):
         mark = (obs.observed_ms, obs.app_id)
-        if after is not None and mark <= after:
-            continue
         if not obs.tasks or not obs.comp_time or obs.comp_time <= 0:
             continue
         max_cpus = max(1, min(obs.tasks, capacity))

@@ -15,8 +15,10 @@ signature's shared-partition run time (``profiles.place``: median of the runs of
 then user and type, queue, all) against the time from the app's start to its deadline. An app
 the shared partition would make late is moved (``PUT /apps/{id}/queue``) in ``enforce`` mode and
 only advised otherwise; every decision is recorded (kind ``placement``) with its numbers, and
-an app is decided once (the decided set is rebuilt from those records after a restart; an RM
-that cannot be reached leaves it undecided for the next tick). The earlier the move, the more of
+an app is decided once (the decided set is rebuilt from those records after a restart, and
+forgets an app a day after the poller last listed it; an RM that cannot be reached leaves it
+undecided for the next tick). Only the live apps whose stored tags hold ``deadline:`` are read
+from the database, however many the cluster runs. The earlier the move, the more of
 the job's containers it places: an app seen only after its AM asked for every container gains
 nothing, which the record cannot tell.
 
@@ -49,7 +51,7 @@ from app.db.promise_history import app_keys
 from app.db.session import transaction
 from app.domain import queue_acl
 from app.domain.model import queue_names
-from app.domain.tags import JOB_TAG, DeadlineTags, parse_deadline_tags
+from app.domain.tags import DEADLINE_TAG, JOB_TAG, DeadlineTags, parse_deadline_tags
 from app.policies.hybridmr import profiles
 from app.redact import redact_text
 from app.services.base import Clock, LoopService, wall_clock_ms
@@ -60,6 +62,9 @@ POLICY = "hybridmr"
 CANDIDATE_STATES = ("ACCEPTED", "RUNNING")
 # Placement records read back at start-up to rebuild the decided set (newest first).
 DECIDED_LOOKBACK = 10_000
+# A decided app is remembered while the poller lists it, and this long after it last did (an app
+# the RM stops listing can come back, after a failover say, and must not be decided twice).
+DECIDED_KEEP_MS = 24 * 3600 * 1000
 MAX_ERROR_CHARS = 300
 
 
@@ -114,7 +119,8 @@ class ObservedPlacement(LoopService):
         self.cluster_name = cluster_name
         self.target_queue = target_queue
         self.mode = mode
-        self._decided: set[str] | None = None
+        # app id -> when it was decided or last seen live since (``_forget``)
+        self._decided: dict[str, int] | None = None
 
     async def run_once(self, now_ms: int) -> None:
         # ``mode`` reads the controller's configuration from the database: off the event loop
@@ -194,10 +200,15 @@ class ObservedPlacement(LoopService):
             if cluster is None:
                 return []
             if self._decided is None:
-                self._decided = _decided_apps(session, cluster.id)
+                self._decided = dict.fromkeys(_decided_apps(session, cluster.id), now_ms)
+            # only the apps with a deadline: tag are read (the rest of a large cluster is not)
+            tagged = history_repo.live_tagged_apps(
+                session, cluster.id, CANDIDATE_STATES, DEADLINE_TAG
+            )
+            self._forget(self._decided, [app.app_id for app in tagged], now_ms)
             apps = [
                 (app, tags)
-                for app in history_repo.live_apps(session, cluster.id, CANDIDATE_STATES)
+                for app in tagged
                 if app.app_id not in self._decided
                 and (tags := _deadline(app, self.target_queue)) is not None
             ]
@@ -216,6 +227,17 @@ class ObservedPlacement(LoopService):
             )
             out.append(Plan(app.app_id, app.queue, placed, app.user))
         return out
+
+    @staticmethod
+    def _forget(decided: dict[str, int], live: Sequence[str], now_ms: int) -> None:
+        """Keeps the decided set to the apps still live and those decided or seen live within
+        ``DECIDED_KEEP_MS`` (it would otherwise grow by every app ever decided)."""
+        for app_id in live:
+            if app_id in decided:
+                decided[app_id] = now_ms
+        cutoff = now_ms - DECIDED_KEEP_MS
+        for app_id in [app_id for app_id, seen in decided.items() if seen < cutoff]:
+            del decided[app_id]
 
     def _record(self, plan: Plan, mode: str, status: str, note: str | None, now_ms: int) -> None:
         # a refused app stays where it is; a failed one is recorded with where it was to go
@@ -250,7 +272,7 @@ class ObservedPlacement(LoopService):
                 ),
             )
         assert self._decided is not None
-        self._decided.add(plan.app_id)
+        self._decided[plan.app_id] = now_ms
 
 
 def _deadline(app: Application, target_queue: str) -> DeadlineTags | None:

@@ -637,7 +637,22 @@ class RunningSlice:
 
 # --- helpers (pure) ---------------------------------------------------------------------------
 
-_APP_ID = re.compile(r"application_\d+_\d+")
+# YARN's ids, wherever they appear in a path: attempt and container ids carry the app's
+# cluster timestamp and sequence number, so each would be a new label set per application.
+_YARN_IDS = (
+    (re.compile(r"appattempt_\d+_\d+_\d+"), "{attempt_id}"),
+    (re.compile(r"container_(?:e\d+_)?\d+_\d+_\d+_\d+"), "{container_id}"),
+    (re.compile(r"application_\d+_\d+"), "{app_id}"),
+)
+# The segment after each of these collections names one of its members, whatever it looks
+# like (an id the RM would refuse is still a label of its own): the literals kept as they are.
+_MEMBER_OF = {
+    "apps": "{app_id}",
+    "appattempts": "{attempt_id}",
+    "containers": "{container_id}",
+    "nodes": "{node_id}",
+}
+_LITERAL_MEMBERS = frozenset({"new-application"})
 
 
 async def _no_nodes() -> tuple[NodeState, ...]:
@@ -645,8 +660,20 @@ async def _no_nodes() -> tuple[NodeState, ...]:
 
 
 def endpoint_template(path: str) -> str:
-    """``/apps/application_1_0001/state`` -> ``/apps/{app_id}/state``: a bounded metric label."""
-    return _APP_ID.sub("{app_id}", path.split("?", 1)[0])
+    """``/apps/application_1_0001/state`` -> ``/apps/{app_id}/state``: a bounded metric label.
+
+    Application, attempt and container ids become ``{app_id}``, ``{attempt_id}`` and
+    ``{container_id}``, and so does any segment naming a member of ``/apps``, ``/appattempts``,
+    ``/containers`` or ``/nodes``: the label set does not grow with the apps the RM runs."""
+    path = path.split("?", 1)[0]
+    for pattern, name in _YARN_IDS:
+        path = pattern.sub(name, path)
+    segments = path.split("/")
+    for index in range(1, len(segments)):
+        member = _MEMBER_OF.get(segments[index - 1])
+        if member and segments[index] and segments[index] not in _LITERAL_MEMBERS:
+            segments[index] = member
+    return "/".join(segments)
 
 
 def _base_url(url: str) -> str:

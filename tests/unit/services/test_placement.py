@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from app.db import observe_repo, repo
-from app.db.models import Decision
+from app.db.models import Application, Decision
 from app.db.session import transaction
 from app.domain import queue_acl
 from app.observability.prometheus import _history_metrics
-from app.services.placement import ObservedPlacement
+from app.services.placement import DECIDED_KEEP_MS, ObservedPlacement
 from app.yarn.errors import RMError, RMRejected, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app
@@ -174,6 +174,49 @@ async def test_an_unreachable_rm_leaves_the_app_for_the_next_tick(db: Db) -> Non
     await service.run_once(NOW + 1000)
     assert rm.moves == [("application_1_0010", "root.fast")]
     assert _records(db)["application_1_0010"].status == "applied"
+
+
+# --- what a tick reads and remembers (a large cluster) ------------------------------------------
+
+
+async def test_a_tick_reads_only_the_live_apps_with_a_deadline_tag(db: Db) -> None:
+    untagged = [app(f"application_1_{i:04d}", tags=("profile:etl",)) for i in range(100, 140)]
+    _setup(db, [*untagged, _observed("application_1_0010", 50)])
+    loaded: list[str] = []
+
+    def on_load(target: Application, _context: object) -> None:
+        loaded.append(target.app_id)
+
+    service = _service(db, FakeRM())
+    event.listen(Application, "load", on_load)
+    try:
+        plans = service.plan(NOW)
+    finally:
+        event.remove(Application, "load", on_load)
+    assert [plan.app_id for plan in plans] == ["application_1_0010"]
+    # the profile book reads the finished runs; of the 41 live apps only the tagged one is read
+    assert not set(loaded) & {a.app_id for a in untagged}
+    assert "application_1_0010" in loaded
+
+
+async def test_the_decided_set_forgets_an_app_a_day_after_it_ended(db: Db) -> None:
+    _setup(db, [_observed("application_1_0010", 50), _observed("application_1_0011", 500)])
+    rm = FakeRM()
+    service = _service(db, rm)
+    await service.run_once(NOW)
+    assert set(_records(db)) == {"application_1_0010", "application_1_0011"}
+    with transaction(db.sessions) as s:  # 0010 ends; 0011 runs on
+        cid = repo.ensure_cluster(s, "test", ["http://rm:8088"], 1).id
+        ended = app("application_1_0010", state="FINISHED", submitted_ms=NOW - 10_000,
+                    finished_ms=NOW + 500, tags=("profile:etl", "deadline:1"))  # fmt: skip
+        repo.upsert_apps(s, cid, [ended], now_ms=NOW + 1000)
+    later = NOW + DECIDED_KEEP_MS + 2000
+    await service.run_once(NOW + 2000)
+    assert set(service._decided or {}) == {"application_1_0010", "application_1_0011"}
+    await service.run_once(later)
+    # the live app is still remembered (and not decided again); the ended one is forgotten
+    assert set(service._decided or {}) == {"application_1_0011"}
+    assert len(_records(db)) == 2 and rm.moves == [("application_1_0010", "root.fast")]
 
 
 # --- the owner's queue ACLs (the RM checks only the sidecar's) -----------------------------------
