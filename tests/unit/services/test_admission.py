@@ -100,6 +100,20 @@ def submit(service: AdmissionService, tasks: int, deadline_s: float) -> tuple[Jo
     return result.job, result.decision
 
 
+async def reserve_unanswered(
+    env: Env, fault: str, deadline_s: float = 1000
+) -> tuple[AdmissionService, Job, str]:
+    """A 4-task job admitted and its id reserved, whose ``POST /apps`` met ``fault`` (the fake
+    RM's ``submit_fault``): the service, the job and the reserved id."""
+    service = env.service()
+    job, _ = submit(service, 4, deadline_s)
+    env.rm.submit_fault = fault
+    await service.act()
+    reserved = load(env, job.id).app_id
+    assert reserved is not None and load(env, job.id).state == "submitting"
+    return service, job, reserved
+
+
 def load(env: Env, job_id: str) -> Job:
     with env.db.sessions() as s:
         job = jobs_repo.get_job(s, job_id)
@@ -214,11 +228,7 @@ async def test_restart_after_an_applied_but_unanswered_submit_adopts(env: Env) -
 
 
 async def test_restart_after_a_lost_submit_submits_the_reserved_id_once(env: Env) -> None:
-    service = env.service()
-    job, _ = submit(service, 4, 100)
-    env.rm.submit_fault = "lost"
-    await service.act()
-    reserved = load(env, job.id).app_id
+    _, job, reserved = await reserve_unanswered(env, "lost", 100)
     await env.service().act()
     stored = load(env, job.id)
     assert stored.state == "submitted"

@@ -28,6 +28,7 @@ from tests.unit.services.test_admission import (
     load,
     new_job,
     record_apps,
+    reserve_unanswered,
     submit,
 )
 
@@ -102,12 +103,7 @@ async def test_a_submitting_job_adopts_its_reserved_id_not_an_older_planted_app(
 
 async def test_a_reserved_id_held_by_an_app_in_another_queue_is_not_adopted(db: Db) -> None:
     env = Env(db, FakeRM(), Clock())
-    service = env.service()
-    job, _ = submit(service, 4, 1000)
-    env.rm.submit_fault = "lost"
-    await service.act()
-    reserved = load(env, job.id).app_id
-    assert reserved is not None
+    service, job, reserved = await reserve_unanswered(env, "lost")
     await plant(env, job.id, reserved)  # someone submitted under the id GET /jobs showed
     await service.act()
     stored = load(env, job.id)
@@ -124,12 +120,7 @@ async def test_a_reserved_id_taken_untagged_fails_the_job_instead_of_being_its_a
     # The tag query does not list an untagged app, so the job posts its reserved id again and
     # the RM answers success for the id it already holds.
     env = Env(db, FakeRM(), Clock())
-    service = env.service()
-    job, _ = submit(service, 4, 1000)
-    env.rm.submit_fault = "lost"
-    await service.act()
-    reserved = load(env, job.id).app_id
-    assert reserved is not None
+    service, job, reserved = await reserve_unanswered(env, "lost")
     await plant(env, job.id, reserved, queue, tags=[])
     await service.act()
     stored = load(env, job.id)
@@ -141,11 +132,7 @@ async def test_a_reserved_id_taken_untagged_fails_the_job_instead_of_being_its_a
 
 async def test_a_submitted_app_read_back_as_the_jobs_own_is_marked_submitted(db: Db) -> None:
     env = Env(db, FakeRM(), Clock())
-    service = env.service()
-    job, _ = submit(service, 4, 1000)
-    env.rm.submit_fault = "lost"
-    await service.act()
-    reserved = load(env, job.id).app_id
+    service, job, reserved = await reserve_unanswered(env, "lost")
     await service.act()  # the same id again, now landing
     stored = load(env, job.id)
     assert (stored.state, stored.app_id) == ("submitted", reserved)

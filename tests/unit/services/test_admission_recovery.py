@@ -23,7 +23,15 @@ from app.services.admission import LANDING_GRACE_MS
 from app.yarn.errors import RMRejected, RMUnavailable
 from tests.conftest import Db
 from tests.unit.jobs.fakes import FakeRM, _record
-from tests.unit.services.test_admission import Clock, Env, actions, load, record_apps, submit
+from tests.unit.services.test_admission import (
+    Clock,
+    Env,
+    actions,
+    load,
+    record_apps,
+    reserve_unanswered,
+    submit,
+)
 
 
 class SlowRM(FakeRM):
@@ -124,12 +132,7 @@ async def test_already_present_answer_for_an_app_without_the_jobs_tag_fails_the_
 ) -> None:
     # Not the job's app: someone submitted the reserved id first, untagged, in the job's queue.
     env = Env(db, RecoveringRM(), Clock())
-    service = env.service()
-    job, _ = submit(service, 4, 100)
-    env.rm.submit_fault = "ambiguous"
-    await service.act()
-    reserved = load(env, job.id).app_id
-    assert reserved is not None
+    service, job, reserved = await reserve_unanswered(env, "ambiguous", 100)
     env.rm.apps_by_id[reserved] = replace(env.rm.apps_by_id[reserved], tags=(), user="mallory")
     await service.act()
     stored = load(env, job.id)
@@ -138,12 +141,7 @@ async def test_already_present_answer_for_an_app_without_the_jobs_tag_fails_the_
 
 
 async def test_adopting_kills_and_records_duplicates(env: Env) -> None:
-    service = env.service()
-    job, _ = submit(service, 4, 100)
-    env.rm.submit_fault = "ambiguous"
-    await service.act()
-    first = load(env, job.id).app_id
-    assert first is not None
+    service, job, first = await reserve_unanswered(env, "ambiguous", 100)
     ctx = {**env.rm.contexts[first], "application-id": "application_1_0099"}
     env.rm.now_ms += 1000
     await env.rm.submit_application(ctx)  # a second app with the same job tag
