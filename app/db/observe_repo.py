@@ -399,7 +399,8 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
     pushed = latest_pushed(session, cid)
     debts = latest_debts(session, cid)
     disc = fawkes_discrimination(session, cid)
-    for view in repo.latest_queues(session, cid):
+    # Only the queues the latest poll reported: a queue deleted on the RM leaves /metrics.
+    for view in repo.latest_queues(session, cid, current_only=True):
         q, s = view.queue, view.sample
         nums = numbers.get(q.path, {})
         snap.queues.append(

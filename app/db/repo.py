@@ -27,6 +27,10 @@ from app.db.models import (
 from app.domain.model import AppRecord, NodeState, QueueState
 from app.redact import redact_url
 
+# Ids per ``IN (...)`` when loading rows by primary key (well under either engine's limit of
+# bound parameters).
+_IN_BATCH = 500
+
 
 class InvalidCursor(ValueError):
     """A pagination cursor that this server did not issue."""
@@ -158,24 +162,53 @@ class QueueView:
     sample: QueueSample | None
 
 
-def latest_queues(session: Session, cluster_id: int) -> list[QueueView]:
-    """Each known queue with its most recent sample."""
-    latest = (
-        select(QueueSample.queue_id, func.max(QueueSample.taken_ms).label("taken_ms"))
-        .group_by(QueueSample.queue_id)
-        .subquery()
+def latest_sample_id(queue_id: Any) -> Any:
+    """The id of the newest sample of ``queue_id`` (a column or a value), as a scalar subquery.
+
+    ``ORDER BY taken_ms DESC LIMIT 1`` under ``queue_id = ?`` reads one entry of
+    ``ix_queue_samples_queue_taken`` (backwards) on both engines, however long the history.
+    """
+    return (
+        select(QueueSample.id)
+        .where(QueueSample.queue_id == queue_id)
+        .order_by(QueueSample.taken_ms.desc())
+        .limit(1)
+        .scalar_subquery()
     )
+
+
+def latest_queues(
+    session: Session, cluster_id: int, *, current_only: bool = False
+) -> list[QueueView]:
+    """Each known queue with its most recent sample, by path.
+
+    One indexed lookup per queue (``latest_sample_id``), then the samples by primary key: the
+    cost follows the number of queues, not the number of polls kept. With ``current_only``,
+    only the queues the latest successful poll reported: every poll reports ``root`` and
+    stamps each queue it lists with its time (``Queue.last_seen_ms``), so a queue deleted on
+    the RM drops out at the next poll while an idle one (listed, nothing running) stays.
+    """
     stmt = (
-        select(Queue, QueueSample)
-        .outerjoin(latest, latest.c.queue_id == Queue.id)
-        .outerjoin(
-            QueueSample,
-            and_(QueueSample.queue_id == Queue.id, QueueSample.taken_ms == latest.c.taken_ms),
-        )
+        select(Queue, latest_sample_id(Queue.id).label("sample_id"))
         .where(Queue.cluster_id == cluster_id)
         .order_by(Queue.path)
     )
-    return [QueueView(q, s) for q, s in session.execute(stmt).all()]
+    if current_only:
+        newest = (
+            select(func.max(Queue.last_seen_ms))
+            .where(Queue.cluster_id == cluster_id)
+            .scalar_subquery()
+        )
+        stmt = stmt.where(Queue.last_seen_ms == newest)
+    rows = session.execute(stmt).all()
+    ids = [sid for _, sid in rows if sid is not None]
+    samples: dict[int, QueueSample] = {}
+    for start in range(0, len(ids), _IN_BATCH):
+        chunk = ids[start : start + _IN_BATCH]
+        samples.update(
+            (s.id, s) for s in session.scalars(select(QueueSample).where(QueueSample.id.in_(chunk)))
+        )
+    return [QueueView(q, samples.get(sid) if sid is not None else None) for q, sid in rows]
 
 
 def queue_history(

@@ -10,7 +10,9 @@ Two sources, each at its edge:
   capacities, policy numbers, pushes, admissions, jobs, estimator, polls. Counters derived from
   append-only tables (decisions, pushes, polls) only grow, as Prometheus expects, and survive a
   restart because they are the database's own counts; rows retention prunes stay counted through
-  the tallies it keeps of them (``observe_repo.retire``).
+  the tallies it keeps of them (``observe_repo.retire``). The per-queue series are those of the
+  queues the latest successful poll reported: a queue deleted on the RM leaves ``/metrics`` at
+  the next poll (Prometheus marks its series stale), an idle one stays with its zeros.
 """
 
 from __future__ import annotations

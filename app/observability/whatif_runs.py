@@ -1,6 +1,11 @@
 """What-if runs in the background for the dashboard: one worker thread, progress per run, the last
 few results kept in memory (a run is minutes of CPU at most and is reproducible from the same
-period and policy, so nothing is persisted)."""
+period and policy, so nothing is persisted).
+
+At most ``MAX_ACTIVE`` runs are queued or running at once: another ``start`` raises ``WhatIfBusy``
+(the API answers 429 with ``Retry-After``) instead of growing the worker's queue. Only finished
+runs are dropped to keep ``KEEP``, so every accepted run stays visible until it ends, and a run
+no longer kept (after ``close``) is never replayed."""
 
 from __future__ import annotations
 
@@ -17,6 +22,23 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.observability import whatif
 
 KEEP = 20
+# Runs queued or running at once (one replays, the rest wait); below KEEP, so an unfinished run is
+# never dropped to make room.
+MAX_ACTIVE = 4
+# Seconds a refused client is told to wait before asking again (a replay takes seconds to minutes).
+BUSY_RETRY_AFTER_S = 30
+ACTIVE = frozenset({"queued", "running"})
+
+
+class WhatIfBusy(Exception):
+    """``MAX_ACTIVE`` runs are already queued or running; nothing was queued."""
+
+    def __init__(self, active: int) -> None:
+        super().__init__(
+            f"whatif: {active} runs already queued or running (the most this process takes); "
+            "retry once one finishes"
+        )
+        self.active = active
 
 
 @dataclass(slots=True)
@@ -54,18 +76,32 @@ class WhatIfRuns:
         self._plots = plots
         self._runs: OrderedDict[str, WhatIfRun] = OrderedDict()
         self._lock = threading.Lock()
+        self._closed = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whatif")
 
     def start(self, spec: whatif.WhatIfSpec) -> WhatIfRun:
-        """Validate and queue; ``WhatIfError`` naming the field on bad input."""
+        """Validate and queue; ``WhatIfError`` naming the field on bad input, ``WhatIfBusy`` when
+        ``MAX_ACTIVE`` runs are already queued or running."""
         spec.validate()
         run = WhatIfRun(uuid.uuid4().hex, spec, int(time.time() * 1000))
         with self._lock:
+            active = sum(1 for r in self._runs.values() if r.status in ACTIVE)
+            if active >= MAX_ACTIVE:
+                raise WhatIfBusy(active)
             self._runs[run.id] = run
-            while len(self._runs) > KEEP:
-                self._runs.popitem(last=False)
-        self._pool.submit(self._work, run)
+            self._trim()
+            try:
+                self._pool.submit(self._work, run)
+            except RuntimeError:  # closed: the run was not queued
+                del self._runs[run.id]
+                raise
         return run
+
+    def _trim(self) -> None:
+        """Drop the oldest finished runs beyond ``KEEP`` (the lock held); unfinished ones stay."""
+        finished = [run_id for run_id, r in self._runs.items() if r.status not in ACTIVE]
+        for run_id in finished[: max(len(self._runs) - KEEP, 0)]:
+            del self._runs[run_id]
 
     def get(self, run_id: str) -> WhatIfRun | None:
         """A run by id, if still kept."""
@@ -79,6 +115,8 @@ class WhatIfRuns:
 
     def close(self) -> None:
         """Stop taking runs; queued ones are dropped, a running one finishes in its thread."""
+        with self._lock:
+            self._closed = True
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _progress(self, run: WhatIfRun) -> whatif.Progress:
@@ -88,7 +126,10 @@ class WhatIfRuns:
         return update
 
     def _work(self, run: WhatIfRun) -> None:
-        run.status, run.phase = "running", "loading the recorded period"
+        with self._lock:
+            if self._closed or self._runs.get(run.id) is not run:
+                return  # no longer kept: nobody could see its result
+            run.status, run.phase = "running", "loading the recorded period"
         try:
             with self._sessions() as session:
                 history = whatif.load_history(session, self._cluster, run.spec)

@@ -16,7 +16,7 @@ from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt
 from app.api.state import SidecarState
 from app.observability.whatif import WhatIfError, WhatIfSpec, since_ms
-from app.observability.whatif_runs import WhatIfRun, WhatIfRuns
+from app.observability.whatif_runs import BUSY_RETRY_AFTER_S, WhatIfBusy, WhatIfRun, WhatIfRuns
 from app.sim import registry
 
 router = APIRouter(tags=["what-if"])
@@ -48,7 +48,14 @@ def _out(run: WhatIfRun) -> WhatIfRunOut:
     "/whatif",
     response_model=WhatIfRunOut,
     status_code=status.HTTP_202_ACCEPTED,
-    responses={422: {"model": ErrorOut}},
+    responses={
+        422: {"model": ErrorOut},
+        429: {
+            "model": ErrorOut,
+            "description": "The most runs this process takes are already queued or running; "
+            "nothing was queued. See Retry-After.",
+        },
+    },
 )
 def start_whatif(body: WhatIfIn, state: StateDep, _operator: Operator) -> WhatIfRunOut:
     """Replay the recorded period under ``policy`` in the background; poll the run for progress."""
@@ -65,6 +72,12 @@ def start_whatif(body: WhatIfIn, state: StateDep, _operator: Operator) -> WhatIf
         run = _runs(state).start(spec)
     except WhatIfError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
+    except WhatIfBusy as exc:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            str(exc),
+            headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+        ) from exc
     return _out(run)
 
 
