@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Select, delete, func, or_, select
+from sqlalchemy import Select, delete, func, literal, or_, select
 from sqlalchemy.orm import Session
 
 from app.db import control_repo
 from app.db.history_models import MapReduceJobRow, MapReduceTaskRow
-from app.db.models import Application
+from app.db.models import MAPREDUCE_APP_TYPE, Application
 from app.db.promise_history import app_keys
 from app.domain.history import MapReduceJob, counters_from_dict, counters_to_dict, summarise
 from app.domain.model import FINAL_APP_STATES
 from app.policies.hybridmr.profiles import Run
 
-MAPREDUCE = "MAPREDUCE"
+MAPREDUCE = MAPREDUCE_APP_TYPE
 OK, RETRY, MISSING = "ok", "retry", "missing"
 # Task rows kept per job (a job of 100,000 maps would otherwise write 100,000 rows).
 MAX_TASK_ROWS = 10_000
@@ -33,13 +33,17 @@ _TASKS_DONE = MapReduceJobRow.maps_completed + MapReduceJobRow.reduces_completed
 def to_collect(
     session: Session, cluster_id: int, now_ms: int, *, limit: int, retry_after_ms: int
 ) -> list[str]:
-    """Finished MapReduce apps never asked about, then those due another try, oldest first."""
+    """Finished MapReduce apps never asked about, or due another try, oldest first.
+
+    The app type is tested with a literal, as the predicate of the partial index
+    ``ix_applications_mapreduce`` (a bound parameter would keep the engines from using it): the
+    query reads the cluster's MapReduce apps alone, in finish order, never the other apps."""
     stmt = (
         select(Application.app_id)
         .outerjoin(MapReduceJobRow, MapReduceJobRow.app_id == Application.app_id)
         .where(
             Application.cluster_id == cluster_id,
-            Application.app_type == MAPREDUCE,
+            Application.app_type == literal(MAPREDUCE, literal_execute=True),
             Application.state.in_(sorted(FINAL_APP_STATES)),
             or_(
                 MapReduceJobRow.app_id.is_(None),

@@ -11,6 +11,7 @@ import functools
 import uuid
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, TypeVarTuple, cast
 
 from sqlalchemy import (
@@ -26,6 +27,7 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
@@ -43,12 +45,19 @@ from app.db.jobs_models import (
     Job,
     JobDecision,
 )
-from app.db.models import Application, Base, Cluster, ClusterSample, Decision
+from app.db.models import (
+    DEADLINE_TAGGED_LIKE,
+    JOB_TAGGED_LIKE,
+    Application,
+    Base,
+    Cluster,
+    ClusterSample,
+    Decision,
+)
 from app.db.repo import InvalidCursor, decode_cursor, encode_cursor
 from app.domain.model import FINAL_APP_STATES, times_tasks
 from app.domain.tags import (
     CANCELLED,
-    DEADLINE_TAG,
     DROPPED,
     FAILED,
     FINISHED,
@@ -690,26 +699,40 @@ def last_good_poll_ms(session: Session, cluster_name: str) -> int | None:
     return session.scalar(select(Cluster.last_good_poll_ms).where(Cluster.name == cluster_name))
 
 
-def _settled(settled_ms: int) -> Any:
+def _settled(settled_ms: int, finished_ms: ColumnElement[Any] | None = None) -> Any:
     # The poller re-reads a finished app until its grace has passed; only then is it final.
-    return or_(Application.finished_ms.is_(None), Application.finished_ms <= settled_ms)
+    finished = Application.finished_ms if finished_ms is None else finished_ms
+    return or_(finished.is_(None), finished <= settled_ms)
+
+
+# The app's state and finish time as expressions no index matches (the ``+column`` idiom), with
+# the same values and order: a planner given an index on either would walk every finished app of
+# the history (SQLite has no statistics to know better) rather than the few rows a work list
+# holds (``unlearned_job_apps``, ``unobserved_tagged_apps``).
+_UNINDEXED_APP_STATE = Application.state.concat("")
+_UNINDEXED_APP_FINISHED = Application.finished_ms + 0
 
 
 def unlearned_job_apps(
     session: Session, settled_ms: int, limit: int = 500
 ) -> list[tuple[Job, Application]]:
-    """Jobs whose app ended before ``settled_ms`` and that TRACK_JOB has not considered yet."""
+    """Jobs whose app ended before ``settled_ms`` and that TRACK_JOB has not considered yet.
+
+    Driven from the jobs table: each ended job's app is found by its primary key, so the cost
+    follows the sidecar's own jobs, never the rest of the applications history. The app-side
+    conditions are written so no index on ``applications`` applies: a planner
+    that walked the apps by state or finish time would read every finished app instead."""
     stmt = (
         select(Job, Application)
         .join(Application, Application.app_id == Job.app_id)
-        .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
+        .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Job.app_id)
         .where(
             EstimatorObservation.app_id.is_(None),
             Job.state.in_([FINISHED, FAILED, KILLED, CANCELLED]),
-            Application.state.in_(sorted(FINAL_APP_STATES)),
-            _settled(settled_ms),
+            _UNINDEXED_APP_STATE.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms, _UNINDEXED_APP_FINISHED),
         )
-        .order_by(Application.finished_ms, Application.app_id)
+        .order_by(_UNINDEXED_APP_FINISHED, Application.app_id)
         .limit(limit)
     )
     return [(job, app) for job, app in session.execute(stmt).all()]
@@ -757,11 +780,24 @@ def live_job_tagged_apps(session: Session, cluster_name: str) -> list[Applicatio
     if last_good is None:
         return []
     stmt = select(Application).where(
-        Application.state.not_in(sorted(FINAL_APP_STATES)),
+        _not_final_app_state(),
         Application.gone_ms.is_(None),
         Application.tags.contains(f",{JOB_TAG}", autoescape=True),
     )
     return list(session.scalars(stmt))
+
+
+def _not_final_app_state() -> ColumnElement[bool]:
+    """``applications.state NOT IN FINAL_APP_STATES`` as the ranges between the final states,
+    each of which the index on ``applications.state`` answers: the live apps alone are read,
+    never the finished history (a ``NOT IN`` is answered by reading every row). The same rows
+    on any collation that orders the final states (upper-case ASCII words) as Python does,
+    which every SQLite and PostgreSQL collation does; the ``NOT IN`` is kept as a check."""
+    state, finals = Application.state, sorted(FINAL_APP_STATES)
+    ranges: list[ColumnElement[bool]] = [state < finals[0]]
+    ranges += [and_(state > low, state < high) for low, high in pairwise(finals)]
+    ranges.append(state > finals[-1])
+    return and_(or_(*ranges), state.not_in(finals))
 
 
 def last_step_ms(session: Session, job_id: str, action: str) -> int | None:
@@ -776,21 +812,34 @@ def unobserved_tagged_apps(
     session: Session, settled_ms: int, limit: int = 500
 ) -> list[Application]:
     """Apps tagged ``deadline:`` that no sidecar job owns, ended before ``settled_ms``, and that
-    nobody has learned from."""
+    nobody has learned from.
+
+    The tag tests are the predicate of the partial index ``ix_applications_deadline_tagged``,
+    with literals (a bound parameter would keep the engines from using it), and the state and
+    finish time are tested as expressions no other index matches: the query reads the tagged
+    apps alone, in the order it returns them, rather than every finished app."""
     stmt = (
         select(Application)
         .outerjoin(EstimatorObservation, EstimatorObservation.app_id == Application.app_id)
         .where(
             EstimatorObservation.app_id.is_(None),
-            Application.state.in_(sorted(FINAL_APP_STATES)),
-            _settled(settled_ms),
-            Application.tags.contains(f",{DEADLINE_TAG}", autoescape=True),
-            ~Application.tags.contains(f",{JOB_TAG}", autoescape=True),
+            _UNINDEXED_APP_STATE.in_(sorted(FINAL_APP_STATES)),
+            _settled(settled_ms, _UNINDEXED_APP_FINISHED),
+            *deadline_tagged(),
         )
         .order_by(Application.finished_ms, Application.app_id)
         .limit(limit)
     )
     return list(session.scalars(stmt))
+
+
+def deadline_tagged() -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """``tags`` holds a ``deadline:`` tag and no ``sidecar-job:`` one, worded as the predicate
+    of ``ix_applications_deadline_tagged`` (``app.db.models.DEADLINE_TAGGED_SQL``)."""
+    return (
+        Application.tags.like(literal(DEADLINE_TAGGED_LIKE, literal_execute=True)),
+        Application.tags.not_like(literal(JOB_TAGGED_LIKE, literal_execute=True)),
+    )
 
 
 def is_observed(session: Session, app_id: str) -> bool:

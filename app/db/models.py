@@ -22,10 +22,21 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from app.auth.principal import current_label
+from app.domain.tags import DEADLINE_TAG, JOB_TAG
+
+# The predicates of the partial indexes on ``applications`` (and what the queries using them
+# repeat): apps tagged ``deadline:`` that no sidecar job owns; MapReduce apps. The tags hold no
+# LIKE wildcard, so no ESCAPE clause is needed.
+DEADLINE_TAGGED_LIKE = f"%,{DEADLINE_TAG}%"
+JOB_TAGGED_LIKE = f"%,{JOB_TAG}%"
+DEADLINE_TAGGED_SQL = f"tags LIKE '{DEADLINE_TAGGED_LIKE}' AND tags NOT LIKE '{JOB_TAGGED_LIKE}'"
+MAPREDUCE_APP_TYPE = "MAPREDUCE"
+MAPREDUCE_SQL = f"app_type = '{MAPREDUCE_APP_TYPE}'"
 
 # Stable constraint names so Alembic autogenerate and downgrades work on every engine.
 NAMING_CONVENTION = {
@@ -117,6 +128,25 @@ class Application(Base):
         Index("ix_applications_state", "state"),
         Index("ix_applications_finished", "finished_ms"),
         Index("ix_applications_final_seen", "cluster_id", "final_seen_ms"),
+        # Partial indexes (0017) for the per-tick work lists, which must not read the whole
+        # history: the engines use one only for a query whose WHERE repeats its predicate word
+        # for word, with literals (``app.db.jobs_repo.unobserved_tagged_apps``,
+        # ``app.db.history_repo.to_collect``).
+        Index(
+            "ix_applications_deadline_tagged",
+            "finished_ms",
+            "app_id",
+            sqlite_where=text(DEADLINE_TAGGED_SQL),
+            postgresql_where=text(DEADLINE_TAGGED_SQL),
+        ),
+        Index(
+            "ix_applications_mapreduce",
+            "cluster_id",
+            "finished_ms",
+            "app_id",
+            sqlite_where=text(MAPREDUCE_SQL),
+            postgresql_where=text(MAPREDUCE_SQL),
+        ),
     )
 
     app_id: Mapped[str] = mapped_column(String(100), primary_key=True)
