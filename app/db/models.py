@@ -37,6 +37,8 @@ JOB_TAGGED_LIKE = f"%,{JOB_TAG}%"
 DEADLINE_TAGGED_SQL = f"tags LIKE '{DEADLINE_TAGGED_LIKE}' AND tags NOT LIKE '{JOB_TAGGED_LIKE}'"
 MAPREDUCE_APP_TYPE = "MAPREDUCE"
 MAPREDUCE_SQL = f"app_type = '{MAPREDUCE_APP_TYPE}'"
+# The apps the RM still lists (the poller stamps ``gone_ms`` on one it no longer does).
+LISTED_SQL = "gone_ms IS NULL"
 
 # Stable constraint names so Alembic autogenerate and downgrades work on every engine.
 NAMING_CONVENTION = {
@@ -146,6 +148,15 @@ class Application(Base):
             "app_id",
             sqlite_where=text(MAPREDUCE_SQL),
             postgresql_where=text(MAPREDUCE_SQL),
+        ),
+        # The apps the RM lists now, by state (``/metrics``' applications gauge): bounded by
+        # what the RM keeps, not by the history.
+        Index(
+            "ix_applications_listed",
+            "cluster_id",
+            "state",
+            sqlite_where=text(LISTED_SQL),
+            postgresql_where=text(LISTED_SQL),
         ),
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy import and_, case, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from app.control.guard import STATE_KEY as GUARD_STATE
@@ -24,7 +24,15 @@ from app.db import control_repo, repo
 from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
 from app.db.history_models import MapReduceJobRow
 from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
-from app.db.models import Application, Decision, NodeSample, PollRecord, Queue, QueueSample
+from app.db.models import (
+    LISTED_SQL,
+    Application,
+    Decision,
+    NodeSample,
+    PollRecord,
+    Queue,
+    QueueSample,
+)
 from app.domain.model import UNSTARTED_APP_STATES, AppRecord, Resources
 from app.domain.tags import SUBMITTED
 
@@ -370,7 +378,11 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
     snap.cluster_known = True
     cid = cluster.id
     snap.last_good_poll_ms = cluster.last_good_poll_ms
-    snap.apps_by_state = _grouped(session, Application.state, Application.cluster_id == cid)
+    # The apps the RM lists now (its own retention bounds them), through ix_applications_listed:
+    # counting the whole history grew with every app ever seen, on every scrape.
+    snap.apps_by_state = _grouped(
+        session, Application.state, Application.cluster_id == cid, text(LISTED_SQL)
+    )
     snap.control_by_status = _grouped(
         session, Decision.status, Decision.cluster_id == cid, Decision.kind == QUEUE_KIND
     )

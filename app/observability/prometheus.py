@@ -182,7 +182,9 @@ def _queue_metrics(snap: Snapshot) -> Iterable[Metric]:
         if q.is_leaf:
             drift.add_metric([q.path], 1.0 if q.drift else 0.0)
     yield drift
-    apps = _gauge("applications", "Recorded YARN applications by state.", ["state"])
+    apps = _gauge(
+        "applications", "YARN applications the RM lists now (as last polled), by state.", ["state"]
+    )
     for state, n in sorted(snap.apps_by_state.items()):
         apps.add_metric([state], n)
     yield apps

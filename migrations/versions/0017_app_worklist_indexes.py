@@ -1,10 +1,11 @@
-"""app work-list indexes: partial indexes on applications for deadline-tagged and MapReduce apps
+"""app work-list indexes: partial indexes on applications for deadline-tagged, MapReduce and listed apps
 
 ``applications`` keeps every app the poller saw (no retention). The admission tick's learning
 pass (apps tagged ``deadline:`` that no sidecar job owns and nobody learned from) and the
 JobHistory collector's work list (finished MapReduce apps not collected yet) filtered the whole
 history, so their cost grew with every Spark or untagged app ever seen. A partial index holds
-only the apps each list can contain, in the order it reads them.
+only the apps each list can contain, in the order it reads them. A third holds the apps the RM
+still lists, which ``/metrics`` counts by state on every scrape.
 
 The predicates are written out here (not imported) so this revision never changes; the queries
 repeat them word for word (``app.db.models.DEADLINE_TAGGED_SQL``, ``MAPREDUCE_SQL``).
@@ -26,6 +27,7 @@ depends_on: str | Sequence[str] | None = None
 
 _DEADLINE_TAGGED = "tags LIKE '%,deadline:%' AND tags NOT LIKE '%,sidecar-job:%'"
 _MAPREDUCE = "app_type = 'MAPREDUCE'"
+_LISTED = "gone_ms IS NULL"
 
 
 def upgrade() -> None:
@@ -46,8 +48,17 @@ def upgrade() -> None:
         sqlite_where=sa.text(_MAPREDUCE),
         postgresql_where=sa.text(_MAPREDUCE),
     )
+    op.create_index(
+        "ix_applications_listed",
+        "applications",
+        ["cluster_id", "state"],
+        unique=False,
+        sqlite_where=sa.text(_LISTED),
+        postgresql_where=sa.text(_LISTED),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_applications_listed", table_name="applications")
     op.drop_index("ix_applications_mapreduce", table_name="applications")
     op.drop_index("ix_applications_deadline_tagged", table_name="applications")
