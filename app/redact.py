@@ -18,21 +18,19 @@ import string
 # whitespace), as httpx and RFC 3986 read it, so it may hold an '@'. SQLAlchemy also reads a
 # password holding a '/', '?' or '#': where the authority has no '@', one holding a '/' ends at
 # the last '@' before the query, one holding '?' or '#' at the first '@' (an '@' in a query is no
-# password), and one holding spaces at the last '@' before the path (tried last; a port followed
-# by a space is no such password, or "http://rm:8088 refused alice@REALM" would lose its text).
-# The user ends at the first ':', as all of them read it.
+# password), and one holding spaces at the last '@' before the path (tried last). A port, digits
+# followed by neither a letter nor a digit, is no such password, or "http://rm:8088: refused
+# alice@REALM" would lose its text. The user ends at the first ':', as all of them read it.
 _SCHEME_CHARS = frozenset(string.ascii_letters + string.digits + "+.-")
 _LETTERS = frozenset(string.ascii_letters)
-# No real user:password is longer; the bound keeps each "://" of a hostile line cheap.
-_USERINFO_MAX = 512
 _USER = re.compile(r"[^/?#\s:]*:")
-# Each reading of the password: what ends its part of the authority, and which '@' of that
-# part closes it (the last, or the first when the part ends at an '@').
+# What ends each reading of the password (the last '@' before it closes the password), and what
+# ends the reading that takes the first '@'.
 _AUTHORITY_END = re.compile(r"[/?#\s]")
 _QUERY_START = re.compile(r"[?#\s]")
-_FIRST_AT = re.compile(r"[/@\s]")
 _PATH_START = re.compile(r"[/?#\n]")
-_PORT_THEN_SPACE = re.compile(r"[0-9]*(?:\s|$)")
+_FIRST_AT = re.compile(r"[/@\s]")
+_PORT = re.compile(r"[0-9]+(?![0-9A-Za-z])|\s")
 # ?password=... / &token=... query parameters
 _QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|api_key)=)[^&\s\"']*")
 # libpq's key=value connection strings (password=secret, password='a \' b') and environment
@@ -58,6 +56,7 @@ def redact_url(url: str) -> str:
 def _mask_userinfo(text: str) -> str:
     out: list[str] = []
     done = 0  # text before this is copied to out
+    finders = _Finders(text)
     sep = text.find("://")
     while sep != -1:
         start = sep
@@ -65,8 +64,8 @@ def _mask_userinfo(text: str) -> str:
             start -= 1
         while start < sep and text[start] not in _LETTERS:
             start += 1
-        user = _USER.match(text, sep + 3, sep + 3 + _USERINFO_MAX) if start < sep else None
-        at = _password_end(text, user.end()) if user else -1
+        user = _USER.match(text, sep + 3) if start < sep else None
+        at = _password_end(text, user.end(), finders) if user else -1
         if user is None or at == -1:
             sep = text.find("://", sep + 3)
             continue
@@ -78,25 +77,43 @@ def _mask_userinfo(text: str) -> str:
     return "".join(out)
 
 
-def _password_end(text: str, begin: int) -> int:
+def _password_end(text: str, begin: int, find: _Finders) -> int:
     """Index of the '@' that ends a password starting at ``begin`` (module comment), or -1."""
-    if text.find("@", begin, begin + _USERINFO_MAX) == -1:
+    first_at = find(_AT, begin)
+    if first_at == len(text):
         return -1
-    window = text[begin : begin + _USERINFO_MAX]
-    for end in (_AUTHORITY_END, _QUERY_START):
-        at = _part(window, end).rfind("@")
-        if at != -1:
-            return begin + at
-    first = _FIRST_AT.search(window)
-    if first is not None and window[first.start()] == "@":
-        return begin + first.start()
-    if not _PORT_THEN_SPACE.match(window):
-        at = _part(window, _PATH_START).rfind("@")
-        if at != -1:
-            return begin + at
+    for stop in (_AUTHORITY_END, _QUERY_START):
+        end = find(stop, begin)
+        if first_at < end:  # some '@' lies before it: the last one closes the password
+            return text.rfind("@", first_at, end)
+    first = find(_FIRST_AT, begin)
+    if first < len(text) and text[first] == "@":
+        return first
+    if not _PORT.match(text, begin):
+        end = find(_PATH_START, begin)
+        if first_at < end:
+            return text.rfind("@", first_at, end)
     return -1
 
 
-def _part(window: str, end: re.Pattern[str]) -> str:
-    found = end.search(window)
-    return window if found is None else window[: found.start()]
+_AT = re.compile("@")
+
+
+class _Finders:
+    """Where each pattern next matches at or after a position, remembered: the positions asked
+    only grow along the text, so each stretch of it is searched once per pattern and the whole
+    scan stays linear in the text, however many ``://`` a line holds."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.known: dict[re.Pattern[str], tuple[int, int]] = {}  # pattern -> (from, found)
+
+    def __call__(self, pattern: re.Pattern[str], pos: int) -> int:
+        """The start of the first match at or after ``pos``, or ``len(text)``."""
+        since, found = self.known.get(pattern, (-1, -1))
+        if since <= pos <= found:
+            return found
+        match = pattern.search(self.text, pos)
+        found = match.start() if match else len(self.text)
+        self.known[pattern] = (pos, found)
+        return found

@@ -9,8 +9,11 @@ in the job's queue (the reserved id in another queue is someone else's app: the 
 its own can no longer land). Other apps carrying the tag are not the job's: adoption kills them
 (they can only be their submitter's own apps, never the reserved one), as the stray sweep does
 later. The RM answers a ``POST /apps`` of an id it already holds with success whoever holds it,
-so after every POST the app is read back: outside the job's queue or without its tag, it is
-someone else's and the job fails."""
+so after every POST the app is read back, and the same rule decides there and in adoption: an
+app without the job's tag is someone else's (the job fails, the app is left alone); one with
+its tag is the job's in the job's queue, or in another queue when it runs as the user the job
+names (a CapacityScheduler queue mapping placed it there); any other tagged app holding the
+id is an impostor, killed, and the job fails."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from app.db.promise_history import job_keys
 from app.db.session import transaction
 from app.domain import tags as t
 from app.domain.model import AppRecord, queue_names
-from app.jobs.contexts import JobLaunch, TemplateUnavailable, build_context
+from app.jobs.contexts import RUN_AS, JobLaunch, TemplateUnavailable, build_context
 from app.jobs.rounds import record_step
 from app.policies.hybridmr import profiles
 from app.services.admission.reaper import Reaper
@@ -70,9 +73,7 @@ class Submission(Reaper):
                 return
         # The RM answers a POST of an id it already knows with success (or "already present")
         # whoever submitted it, so the answer does not say the app is the job's: read it back.
-        held = await self._held_by_another(job, app_id)
-        if held is not None:
-            await asyncio.to_thread(self._fail, job.id, app_id, held)
+        if not await self._read_back(job, app_id):
             return
         if not await asyncio.to_thread(self._mark_submitted, job, app_id, expiry):
             if await asyncio.to_thread(self._ended_meanwhile, job.id):
@@ -176,10 +177,7 @@ class Submission(Reaper):
     async def _adopt(self, job: Job, app: AppRecord, others: Sequence[AppRecord]) -> None:
         """Take the job's reserved app (the POST /apps whose answer was lost); other apps tagged
         for the job are someone's own apps, not the job's, and are killed."""
-        if not _same_queue(app.queue, job.queue):
-            # Not what the sidecar submitted (a POST of the reserved id lands in the job's
-            # queue): someone else's app took the id, so the job's own can never land.
-            await asyncio.to_thread(self._fail, job.id, app.app_id, _held(app, "not adopted"))
+        if not await self._claim(job, app):
             return
         killed: list[str] = []
         for other in others:
@@ -191,17 +189,27 @@ class Submission(Reaper):
         if adopted and not app.is_finished:
             await self._set_timeout_at(job.id, app.app_id, expiry)
 
-    async def _held_by_another(self, job: Job, app_id: str) -> str | None:
-        """Why the app YARN holds under the job's id is not the job's (None: it is, or the RM
-        could not be asked; the poll then finds it as it finds any submitted app)."""
+    async def _read_back(self, job: Job, app_id: str) -> bool:
+        """Whether the app YARN holds under the job's id after a POST is the job's (``_claim``);
+        True too when the RM could not be asked (the poll then finds it as any submitted app)."""
         try:
             app = await self.rm.app(app_id)
         except RMError as exc:
             self.log.warning("job %s: %s not read back after submission: %s", job.id, app_id, exc)
-            return None
-        if _same_queue(app.queue, job.queue) and t.job_tag(job.id) in app.tags:
-            return None
-        return _held(app, "not the job's")
+            return True
+        return await self._claim(job, app)
+
+    async def _claim(self, job: Job, app: AppRecord) -> bool:
+        """Whether ``app``, which holds the job's reserved id, is the job's; if not the job
+        fails, and an app carrying the job's tag is killed first (only the job's own app or an
+        impostor of it can carry both its id and its tag)."""
+        why, impostor = _not_the_jobs(job, app)
+        if why is None:
+            return True
+        if impostor and not app.is_finished:
+            await self.rm.kill_application(app.app_id, f"not sidecar job {job.id}'s app", 0)
+        await asyncio.to_thread(self._fail, job.id, app.app_id, why)
+        return False
 
     def _store_adoption(self, job: Job, app: AppRecord, expiry_ms: int, killed: list[str]) -> bool:
         now = self.clock()
@@ -233,8 +241,23 @@ class Submission(Reaper):
                 record_step(session, self.cfg, job_id, "fail", reason, now, app_id=app_id)
 
 
-def _held(app: AppRecord, verdict: str) -> str:
-    return f"{app.app_id} is held by an app of {app.user} in queue {app.queue}: {verdict}"
+def _not_the_jobs(job: Job, app: AppRecord) -> tuple[str | None, bool]:
+    """Why the app holding the job's reserved id is not the job's (None: it is), and whether it
+    carries the job's tag. The job's own app carries its tag and runs in its queue, or, where a
+    CapacityScheduler queue mapping placed it in another, as the user it was submitted as."""
+    held = f"{app.app_id} is held by an app of {app.user} in queue {app.queue}"
+    if t.job_tag(job.id) not in app.tags:
+        return f"{held} without the job's tag: not the job's", False
+    if _same_queue(app.queue, job.queue):
+        return None, True
+    run_as = job.run.get(RUN_AS) if isinstance(job.run, dict) else None
+    if run_as and app.user == run_as:
+        return None, True
+    return (
+        f"{held}, not {job.queue}, and not as the job's user: killed, not adopted (a queue "
+        "mapping moves the job's own app only where the job names the user it runs as)",
+        True,
+    )
 
 
 def _same_queue(reported: str, configured: str) -> bool:

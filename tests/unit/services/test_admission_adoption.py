@@ -18,7 +18,9 @@ import pytest
 
 from app.auth.principal import Principal, Role, acting_as, current
 from app.db import jobs_repo, leader_repo
+from app.db.jobs_models import Job
 from app.db.session import transaction
+from app.services.admission import AdmissionService
 from tests.conftest import Db
 from tests.unit.jobs.fakes import FakeRM
 from tests.unit.services.test_admission import (
@@ -109,7 +111,8 @@ async def test_a_reserved_id_held_by_an_app_in_another_queue_is_not_adopted(db: 
     stored = load(env, job.id)
     assert stored.state == "failed"
     assert "root.mallory" in stored.reason and "not adopted" in stored.reason
-    assert env.rm.submits == [] and env.rm.kills == []
+    # Only the job's own app or an impostor carries both its id and its tag.
+    assert env.rm.submits == [] and env.rm.kills == [reserved]
     assert actions(env, job.id) == ["admit", "reserve", "fail"]
 
 
@@ -138,6 +141,59 @@ async def test_a_submitted_app_read_back_as_the_jobs_own_is_marked_submitted(db:
     assert (stored.state, stored.app_id) == ("submitted", reserved)
     assert env.rm.submits == [reserved]
     assert actions(env, job.id) == ["admit", "reserve", "submit"]
+
+
+class MappingRM(FakeRM):
+    """A CapacityScheduler whose queue mapping places every app in ``root.mapped.<user>``, run
+    as the user the submission names (``yarn-sidecar`` without one)."""
+
+    async def submit_application(self, context: Mapping[str, Any]) -> None:
+        app_id = str(context["application-id"])
+        try:
+            await super().submit_application(context)
+        finally:  # also when the answer is lost
+            if (app := self.apps_by_id.get(app_id)) is not None:
+                user = str(context.get("run_as") or "yarn-sidecar")
+                self.apps_by_id[app_id] = replace(app, queue=f"root.mapped.{user}", user=user)
+
+
+def submit_as(service: AdmissionService, user: str | None) -> Job:
+    now = service.clock()
+    new = new_job(4, 1000, now)
+    if user is not None:
+        new = replace(new, run={**new.run, "run_as": user})
+    return service.create_job(new, now).job
+
+
+@pytest.mark.parametrize("fault", [None, "ambiguous"])
+async def test_the_jobs_own_app_a_queue_mapping_placed_elsewhere_is_the_jobs(
+    db: Db, fault: str | None
+) -> None:
+    # None: read back after its POST; ambiguous: adopted through the tag query after a restart.
+    env = Env(db, MappingRM(), Clock())
+    service = env.service()
+    job = submit_as(service, "alice")
+    env.rm.submit_fault = fault
+    await service.act()
+    if fault:
+        await env.service().act()
+    stored = load(env, job.id)
+    assert stored.state == "submitted" and stored.app_id is not None
+    assert env.rm.apps_by_id[stored.app_id].queue == "root.mapped.alice"
+    assert env.rm.kills == []
+
+
+async def test_a_tagged_app_in_another_queue_as_another_user_is_killed_not_adopted(
+    db: Db,
+) -> None:
+    env = Env(db, MappingRM(), Clock())
+    service = env.service()
+    job = submit_as(service, None)  # runs as the sidecar: a mapping cannot be told apart
+    await service.act()
+    stored = load(env, job.id)
+    assert stored.state == "failed" and "root.mapped.yarn-sidecar" in stored.reason
+    assert stored.app_id is not None and env.rm.kills == [stored.app_id]
+    assert env.rm.apps_by_id[stored.app_id].is_finished
 
 
 # ---- 2. a deposed leader -----------------------------------------------------------------------
