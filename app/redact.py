@@ -30,6 +30,7 @@ _AUTHORITY_END = re.compile(r"[/?#\s]")
 _QUERY_START = re.compile(r"[?#\s]")
 _PATH_START = re.compile(r"[/?#\n]")
 _FIRST_AT = re.compile(r"[/@\s]")
+_AT = re.compile("@")
 _PORT = re.compile(r"[0-9]+(?![0-9A-Za-z])|\s")
 # ?password=... / &token=... query parameters
 _QUERY = re.compile(r"(?i)(?P<key>[?&](?:password|passwd|pwd|token|secret|api_key)=)[^&\s\"']*")
@@ -94,9 +95,6 @@ def _password_end(text: str, begin: int, find: _Finders) -> int:
         if first_at < end:
             return text.rfind("@", first_at, end)
     return -1
-
-
-_AT = re.compile("@")
 
 
 class _Finders:

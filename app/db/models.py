@@ -40,6 +40,12 @@ MAPREDUCE_SQL = f"app_type = '{MAPREDUCE_APP_TYPE}'"
 # The apps the RM still lists (the poller stamps ``gone_ms`` on one it no longer does).
 LISTED_SQL = "gone_ms IS NULL"
 
+
+def _partial(name: str, where: str, *columns: str) -> Index:
+    """An index of the rows matching ``where`` only, on both engines."""
+    return Index(name, *columns, sqlite_where=text(where), postgresql_where=text(where))
+
+
 # Stable constraint names so Alembic autogenerate and downgrades work on every engine.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -134,30 +140,11 @@ class Application(Base):
         # history: the engines use one only for a query whose WHERE repeats its predicate word
         # for word, with literals (``app.db.jobs_repo.unobserved_tagged_apps``,
         # ``app.db.history_repo.to_collect``).
-        Index(
-            "ix_applications_deadline_tagged",
-            "finished_ms",
-            "app_id",
-            sqlite_where=text(DEADLINE_TAGGED_SQL),
-            postgresql_where=text(DEADLINE_TAGGED_SQL),
-        ),
-        Index(
-            "ix_applications_mapreduce",
-            "cluster_id",
-            "finished_ms",
-            "app_id",
-            sqlite_where=text(MAPREDUCE_SQL),
-            postgresql_where=text(MAPREDUCE_SQL),
-        ),
+        _partial("ix_applications_deadline_tagged", DEADLINE_TAGGED_SQL, "finished_ms", "app_id"),
+        _partial("ix_applications_mapreduce", MAPREDUCE_SQL, "cluster_id", "finished_ms", "app_id"),
         # The apps the RM lists now, by state (``/metrics``' applications gauge): bounded by
         # what the RM keeps, not by the history.
-        Index(
-            "ix_applications_listed",
-            "cluster_id",
-            "state",
-            sqlite_where=text(LISTED_SQL),
-            postgresql_where=text(LISTED_SQL),
-        ),
+        _partial("ix_applications_listed", LISTED_SQL, "cluster_id", "state"),
     )
 
     app_id: Mapped[str] = mapped_column(String(100), primary_key=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from app.db import poll_writes
 from app.db.models import (
@@ -168,10 +168,12 @@ def latest_sample_id(queue_id: Any) -> Any:
     ``ORDER BY taken_ms DESC LIMIT 1`` under ``queue_id = ?`` reads one entry of
     ``ix_queue_samples_queue_taken`` (backwards) on both engines, however long the history.
     """
+    # an alias of its own, so a query that also selects samples does not correlate it away
+    sample = aliased(QueueSample)
     return (
-        select(QueueSample.id)
-        .where(QueueSample.queue_id == queue_id)
-        .order_by(QueueSample.taken_ms.desc())
+        select(sample.id)
+        .where(sample.queue_id == queue_id)
+        .order_by(sample.taken_ms.desc())
         .limit(1)
         .scalar_subquery()
     )

@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.control import floors
-from app.db import jobs_repo
+from app.db import jobs_repo, repo
 from app.db.jobs_models import JobDecision
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
 from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
@@ -111,16 +111,15 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
     chain = [".".join(parts[: i + 1]) for i in range(1, len(parts))]  # below root
     if cluster is None or not chain:
         return None
-    # One indexed lookup per level of the path: ``repo.latest_queues`` would scan every queue's
-    # samples, on every admission round.
+    # One indexed lookup per level of the path (``repo.latest_sample_id``): only these queues,
+    # not every queue ``repo.latest_queues`` reads, on every admission round.
     latest: dict[str, QueueSample] = {}
     for path in chain:
         sample = session.scalar(
             select(QueueSample)
             .join(Queue, Queue.id == QueueSample.queue_id)
             .where(Queue.cluster_id == cluster_id, Queue.path == path)
-            .order_by(QueueSample.taken_ms.desc())
-            .limit(1)
+            .where(QueueSample.id == repo.latest_sample_id(Queue.id))
         )
         if sample is None:
             return None

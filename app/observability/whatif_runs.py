@@ -38,7 +38,6 @@ class WhatIfBusy(Exception):
             f"whatif: {active} runs already queued or running (the most this process takes); "
             "retry once one finishes"
         )
-        self.active = active
 
 
 @dataclass(slots=True)

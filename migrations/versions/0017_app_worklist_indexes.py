@@ -30,35 +30,27 @@ _MAPREDUCE = "app_type = 'MAPREDUCE'"
 _LISTED = "gone_ms IS NULL"
 
 
+# name, columns, predicate
+_INDEXES = (
+    ("ix_applications_deadline_tagged", ["finished_ms", "app_id"], _DEADLINE_TAGGED),
+    ("ix_applications_mapreduce", ["cluster_id", "finished_ms", "app_id"], _MAPREDUCE),
+    ("ix_applications_listed", ["cluster_id", "state"], _LISTED),
+)
+
+
 def upgrade() -> None:
     # Plain CREATE INDEX ... WHERE on both engines: no batch rebuild of the table is needed.
-    op.create_index(
-        "ix_applications_deadline_tagged",
-        "applications",
-        ["finished_ms", "app_id"],
-        unique=False,
-        sqlite_where=sa.text(_DEADLINE_TAGGED),
-        postgresql_where=sa.text(_DEADLINE_TAGGED),
-    )
-    op.create_index(
-        "ix_applications_mapreduce",
-        "applications",
-        ["cluster_id", "finished_ms", "app_id"],
-        unique=False,
-        sqlite_where=sa.text(_MAPREDUCE),
-        postgresql_where=sa.text(_MAPREDUCE),
-    )
-    op.create_index(
-        "ix_applications_listed",
-        "applications",
-        ["cluster_id", "state"],
-        unique=False,
-        sqlite_where=sa.text(_LISTED),
-        postgresql_where=sa.text(_LISTED),
-    )
+    for name, columns, where in _INDEXES:
+        op.create_index(
+            name,
+            "applications",
+            columns,
+            unique=False,
+            sqlite_where=sa.text(where),
+            postgresql_where=sa.text(where),
+        )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_applications_listed", table_name="applications")
-    op.drop_index("ix_applications_mapreduce", table_name="applications")
-    op.drop_index("ix_applications_deadline_tagged", table_name="applications")
+    for name, _, _ in reversed(_INDEXES):
+        op.drop_index(name, table_name="applications")

@@ -142,10 +142,15 @@ async def test_a_job_the_shared_partition_would_make_late_is_moved_once(db: Db) 
     await _service(db, rm).run_once(NOW + 1000)
     assert rm.moves == [("application_1_0010", "root.fast")] and len(_records(db)) == 2
     # /metrics counts them by status
+    assert _placement_counts(db) == {"applied": 1, "decided": 1}
+
+
+def _placement_counts(db: Db) -> dict[str, float]:
+    """``/metrics``' placement decisions by status."""
     with db.sessions() as s:
         snap = observe_repo.snapshot(s, "test")
     (family,) = [m for m in _history_metrics(snap) if m.name.endswith("placement_decisions")]
-    assert {x.labels["status"]: x.value for x in family.samples} == {"applied": 1, "decided": 1}
+    return {x.labels["status"]: x.value for x in family.samples}
 
 
 async def test_advise_mode_records_the_move_without_making_it(db: Db) -> None:
@@ -277,10 +282,7 @@ async def test_an_owner_no_acl_lets_in_is_refused_and_not_moved(db: Db) -> None:
     # decided once: the next tick neither moves nor records it again
     await _service(db, rm).run_once(NOW + 1000)
     assert rm.moves == [("application_1_0011", "root.fast")] and len(_records(db)) == 2
-    with db.sessions() as s:
-        snap = observe_repo.snapshot(s, "test")
-    (family,) = [m for m in _history_metrics(snap) if m.name.endswith("placement_decisions")]
-    assert {x.labels["status"]: x.value for x in family.samples} == {"applied": 1, "refused": 1}
+    assert _placement_counts(db) == {"applied": 1, "refused": 1}
 
 
 async def test_an_owner_only_a_group_could_let_in_is_refused_with_that_reason(db: Db) -> None:
