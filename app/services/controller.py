@@ -59,6 +59,23 @@ from app.services.policy_inputs import load_inputs, load_polls
 from app.yarn.actuator import Actuator
 from app.yarn.errors import RMError
 
+# Previews computed at once per process. Each reads the RM's scheduler configuration and the
+# latency probes and takes a worker thread; a viewer asking in a loop would otherwise put that
+# load on the RM, the probed services and the API's thread pool.
+MAX_PREVIEWS = 2
+# Seconds a refused client is told to wait (a preview takes well under a second).
+PREVIEW_RETRY_AFTER_S = 2
+
+
+class PreviewBusy(Exception):
+    """``MAX_PREVIEWS`` previews are being computed already; this one was not started."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"preview: {MAX_PREVIEWS} previews already in progress (the most this process "
+            "computes at once); retry shortly"
+        )
+
 LEDGER_STATE = "ltrf-ledger"
 # Where the counts of completed apps and MapReduce tasks stopped (Fawkes' JT and TT inputs).
 INPUT_CURSORS = "input-cursors"
@@ -101,6 +118,7 @@ class Controller(LoopService):
         self.rm_urls = rm_urls
         self.poll_interval_s = poll_interval_s
         self._lock = asyncio.Lock()
+        self._previews = 0
         self.last_report: TickReport | None = None
         # Resources reserved per queue beyond what the admitted jobs in the database hold
         # (``set_admission_floor``; each tick also reads those jobs, ``admitted_containers``).
@@ -460,7 +478,18 @@ class Controller(LoopService):
             return row.id
 
     async def preview(self, now_ms: int, changes: Mapping[str, Any] | None) -> dict[str, Any]:
-        """What a tick would decide now (optionally under changed settings); stores nothing."""
+        """What a tick would decide now (optionally under changed settings); stores nothing.
+        ``PreviewBusy`` when ``MAX_PREVIEWS`` are in progress already."""
+        # Counted on the event loop with no await between the test and the increment.
+        if self._previews >= MAX_PREVIEWS:
+            raise PreviewBusy
+        self._previews += 1
+        try:
+            return await self._preview(now_ms, changes)
+        finally:
+            self._previews -= 1
+
+    async def _preview(self, now_ms: int, changes: Mapping[str, Any] | None) -> dict[str, Any]:
         ctx = await asyncio.to_thread(self.current, now_ms)
         if changes:
             cfg = control_config.overlay(ctx.cfg, changes)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -18,6 +19,7 @@ from app.db.models import Decision
 from app.db.session import transaction
 from app.domain.model import NodeState, Resources
 from app.main import create_app
+from app.services.controller import MAX_PREVIEWS, PREVIEW_RETRY_AFTER_S
 from app.settings import Settings
 from tests.conftest import Db
 from tests.factories import queue
@@ -322,3 +324,43 @@ async def test_pushes_list_every_attempt_linked_to_its_decision(
     assert [d["id"] for d in queue_decisions] == [report.decision_id]
     only = (await api.get("/pushes", params={"status": "nope"})).json()
     assert only["items"] == []
+
+
+class GatedRM(RecordedRM):
+    """``RecordedRM`` whose scheduler-configuration reads wait until ``open`` is set, so
+    previews can be held in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.waiting = 0
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/scheduler-conf"):
+            self.waiting += 1
+            await self.open.wait()
+        return self(request)
+
+
+async def test_previews_beyond_the_limit_are_refused_with_retry_after(db: Db) -> None:
+    _seed_polls(db)
+    rm = GatedRM()
+    app = create_app(_settings(db), run_loops=False, rm_transport=httpx.MockTransport(rm.handle))
+    async for api in _client(app):
+        app.state.sidecar.controller.clock = lambda: NOW_MS
+        held = [asyncio.create_task(api.post("/policy/preview")) for _ in range(MAX_PREVIEWS)]
+        while rm.waiting < MAX_PREVIEWS:
+            await asyncio.sleep(0.01)
+        # without the limit this one would wait at the gate too: fail, not hang
+        refused = await asyncio.wait_for(api.post("/policy/preview"), 10)
+        assert refused.status_code == 429, refused.text
+        assert refused.headers["Retry-After"] == str(PREVIEW_RETRY_AFTER_S)
+        assert refused.json()["detail"].startswith("preview:")
+        assert rm.waiting == MAX_PREVIEWS  # the refused one never reached the RM
+        rm.open.set()
+        assert [(await t).status_code for t in held] == [200] * MAX_PREVIEWS
+        # the slots are given back, after an answer and after an error alike
+        bad = await api.post("/policy/preview", json={"policy": "nope"})
+        assert bad.status_code == 422
+        for _ in range(MAX_PREVIEWS + 1):
+            assert (await api.post("/policy/preview")).status_code == 200

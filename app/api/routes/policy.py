@@ -16,7 +16,7 @@ from app.api.state import SidecarState
 from app.auth.principal import Role
 from app.control.config import ControlConfig
 from app.policies.base import PolicyError
-from app.services.controller import Controller
+from app.services.controller import PREVIEW_RETRY_AFTER_S, Controller, PreviewBusy
 from app.yarn.errors import RMError
 
 router = APIRouter(tags=["policy"])
@@ -71,7 +71,15 @@ async def put_policy(body: PolicyIn, state: StateDep) -> PolicyOut:
     "/policy/preview",
     dependencies=[Depends(require(Role.VIEWER))],
     response_model=PreviewOut,
-    responses={422: {"model": ErrorOut}, 503: {"model": ErrorOut}},
+    responses={
+        422: {"model": ErrorOut},
+        429: {
+            "model": ErrorOut,
+            "description": "The most previews this process computes at once are in progress; "
+            "see Retry-After.",
+        },
+        503: {"model": ErrorOut},
+    },
 )
 async def preview_policy(state: StateDep, body: PolicyIn | None = None) -> PreviewOut:
     """What the policy (or the one in the body) would do now; pushes and stores nothing."""
@@ -81,6 +89,12 @@ async def preview_policy(state: StateDep, body: PolicyIn | None = None) -> Previ
         result = await controller.preview(controller.clock(), changes)
     except PolicyError as exc:
         raise _invalid(exc) from exc
+    except PreviewBusy as exc:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            str(exc),
+            headers={"Retry-After": str(PREVIEW_RETRY_AFTER_S)},
+        ) from exc
     except RMError as exc:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, f"RM unreachable: {exc.message}"
