@@ -173,8 +173,9 @@ def submit_access(
     """May ``user`` submit to (or administer) ``queue``, as the RM would decide for that user?
 
     ``acl_enable`` is the RM's ``yarn.acl.enable`` value (None: not defined, Hadoop's default
-    false); ``scheduler_conf`` the CapacityScheduler properties (``GET /scheduler-conf``), only
-    read when ACLs are enabled; ``authorization_provider`` the RM's
+    false); ``scheduler_conf`` the CapacityScheduler properties (the queue ACLs ``GET /scheduler``
+    reports, ``mapping.queue_acl_conf``, or ``GET /scheduler-conf``), only read when ACLs are
+    enabled; ``authorization_provider`` the RM's
     ``yarn.authorization-provider`` (None: not defined)."""
     if not acls_enabled(acl_enable):
         return Verdict(Access.ALLOWED, f"{ACL_ENABLE_KEY} is false: the RM checks no queue ACL")

@@ -27,11 +27,14 @@ The RM authorises a move against its caller, the sidecar, not against the app's 
 administer the target queue). So before it moves an app the sidecar asks the owner's question
 itself (``app.domain.queue_acl``): once per tick, and only when there is an app to move, it reads
 ``yarn.acl.enable`` (and ``yarn.authorization-provider``) from the RM and, when ACLs are on, the
-scheduler configuration. An app whose owner may not submit to the target queue, or could only
-through a group the sidecar cannot see, is recorded ``refused`` with the reason and stays where
-it is. Those reads fail like the move: an unreachable RM leaves the apps to move undecided for
-the next tick; a refusal (say, a file-based scheduler configuration, which has no
-``/scheduler-conf``) records them ``failed``, unmoved. Advise mode reads nothing, as before.
+queues' ACLs. Those are the ones ``GET /scheduler`` reports for each queue (``queueAcls``): the
+running scheduler's, whichever store configured them. A file-based store, the usual one in
+production, has no ``GET /scheduler-conf`` (Hadoop 3.5.0 answers 400); only an RM that reports
+no ACLs there has its mutable store read instead. An app whose owner may not submit to the target
+queue, or could only through a group the sidecar cannot see, is recorded ``refused`` with the
+reason and stays where it is. Those reads fail like the move: an unreachable RM leaves the apps
+to move undecided for the next tick; a refusal records them ``failed``, unmoved. Advise mode reads
+nothing, as before.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ class Mover(Protocol):
     async def move_application(self, app_id: str, queue: str) -> str: ...
 
     async def rm_conf(self, names: Sequence[str]) -> dict[str, str]: ...
+
+    async def queue_acls(self) -> dict[str, str] | None: ...
 
     async def scheduler_conf(self) -> dict[str, str]: ...
 
@@ -173,11 +178,12 @@ class ObservedPlacement(LoopService):
 
     async def _owner_check(self) -> OwnerCheck:
         """This tick's answer to "may this user submit to the target queue?": the RM's ACL
-        switches, and the scheduler configuration only when they say it decides."""
+        switches, and the queues' ACLs only when they say those decide."""
         rm_values = await self.rm.rm_conf(queue_acl.RM_KEYS)
         conf: dict[str, str] = {}
         if queue_acl.needs_scheduler_conf(rm_values):
-            conf = await self.rm.scheduler_conf()
+            reported = await self.rm.queue_acls()
+            conf = reported if reported is not None else await self.rm.scheduler_conf()
         verdicts: dict[str, queue_acl.Verdict] = {}
 
         def check(user: str) -> queue_acl.Verdict:

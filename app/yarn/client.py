@@ -191,6 +191,11 @@ class RMClient(PooledClient):
         """``GET /scheduler``, flattened to queues with full paths (root first)."""
         return mapping.queues(await self._scheduler_info())
 
+    async def queue_acls(self) -> dict[str, str] | None:
+        """The queue ACLs ``GET /scheduler`` reports, as scheduler-configuration properties
+        (``mapping.queue_acl_conf``); None when the RM reports none."""
+        return mapping.queue_acl_conf(await self._scheduler_info())
+
     async def apps(
         self,
         *,

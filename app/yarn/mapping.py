@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from app.domain import queue_acl
 from app.domain.model import (
     AppRecord,
     AttemptContainers,
@@ -87,6 +88,37 @@ def _walk(queue: QueueWire, parent: str | None) -> Iterator[QueueState]:
     yield _queue_state(queue, path, parent, children)
     for child in children:
         yield from _walk(child, path)
+
+
+# The RM's names of the two ACLs that let a user into a queue, and their configuration keys.
+_ACL_TYPES = {"SUBMIT_APP": "acl_submit_applications", "ADMINISTER_QUEUE": "acl_administer_queue"}
+
+
+def queue_acl_conf(scheduler: SchedulerInfoWire) -> dict[str, str] | None:
+    """The queue ACLs the RM reports in ``GET /scheduler`` (``queueAcls`` of each queue), as the
+    scheduler-configuration properties ``queue_acl.submit_access`` reads: each queue's
+    ``acl_submit_applications`` and ``acl_administer_queue`` and its ``queues`` list. These are
+    the running scheduler's ACLs whatever store configured them (a file-based store has no
+    ``GET /scheduler-conf``). None when no queue reports its ACLs (an RM that does not)."""
+    if not scheduler.queueName:
+        return None
+    conf: dict[str, str] = {}
+    reported = False
+    todo: list[tuple[QueueWire, str | None]] = [(scheduler, None)]
+    while todo:
+        queue, parent = todo.pop()
+        path = queue_path(queue, parent)
+        children = queue.children()
+        if children:
+            names = ",".join(child.queueName for child in children)
+            conf[f"{queue_acl.CS_PREFIX}{path}.queues"] = names
+        for entry in queue.queueAcls.queueAcl if queue.queueAcls is not None else []:
+            kind = _ACL_TYPES.get(entry.accessType)
+            if kind is not None:
+                conf[f"{queue_acl.CS_PREFIX}{path}.{kind}"] = entry.accessControlList
+                reported = True
+        todo.extend((child, path) for child in children)
+    return conf if reported else None
 
 
 def queue_path(queue: QueueWire, parent: str | None) -> str:

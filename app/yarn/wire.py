@@ -222,6 +222,19 @@ class QueueList(_Wire):
     queue: Annotated[list[QueueWire], BeforeValidator(_as_list)] = []
 
 
+class QueueAclWire(_Wire):
+    """One ``queueAcls.queueAcl`` entry: an ACL type and its ``AccessControlList`` string."""
+
+    accessType: _Str = ""
+    accessControlList: _Str = ""
+
+
+class QueueAclsWire(_Wire):
+    """``queueAcls``: the queue's effective ACLs, whichever store configured them."""
+
+    queueAcl: Annotated[list[QueueAclWire], BeforeValidator(_as_list)] = []
+
+
 class QueueWire(_Wire):
     """A CapacityScheduler queue: root (``CapacitySchedulerInfo``), parent or leaf (section 3.3).
 
@@ -249,6 +262,7 @@ class QueueWire(_Wire):
     resourcesUsed: ResourceInfo | None = None
     resources: QueueResources | None = None
     queues: QueueList | None = None
+    queueAcls: QueueAclsWire | None = None
 
     def children(self) -> list[QueueWire]:
         """Child queues, empty for a leaf."""

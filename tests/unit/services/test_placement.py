@@ -18,9 +18,11 @@ from app.db.session import transaction
 from app.domain import queue_acl
 from app.observability.prometheus import _history_metrics
 from app.services.placement import DECIDED_KEEP_MS, ObservedPlacement
+from app.yarn import mapping, wire
 from app.yarn.errors import RMError, RMRejected, RMUnavailable
 from tests.conftest import Db
 from tests.factories import app
+from tests.unit.yarn.samples import recorded, recorded_text
 
 NOW = 1_000_000
 # the signature's runs took 100 s on the shared partition
@@ -47,6 +49,7 @@ class FakeRM:
         conf: dict[str, str] | None = None,
         conf_down: int = 0,
         conf_error: RMError | None = None,
+        reported: dict[str, str] | None = None,
     ) -> None:
         self.moves: list[tuple[str, str]] = []
         self.fail = fail
@@ -56,6 +59,8 @@ class FakeRM:
         self.conf = conf or {}
         self.conf_down = conf_down  # ACL reads answered with RMUnavailable first
         self.conf_error = conf_error
+        # the queue ACLs GET /scheduler reports; None: an RM that reports none
+        self.reported = reported
         self.reads: list[str] = []
 
     async def rm_conf(self, names: Sequence[str]) -> dict[str, str]:
@@ -64,6 +69,10 @@ class FakeRM:
             self.conf_down -= 1
             raise RMUnavailable("connection refused")
         return {name: self.rm_values[name] for name in names if name in self.rm_values}
+
+    async def queue_acls(self) -> dict[str, str] | None:
+        self.reads.append("queue_acls")
+        return None if self.reported is None else dict(self.reported)
 
     async def scheduler_conf(self) -> dict[str, str]:
         self.reads.append("scheduler_conf")
@@ -244,7 +253,7 @@ async def test_an_owner_listed_in_the_queue_acl_is_moved(db: Db) -> None:
     rm = FakeRM(rm_values=ACLS_ON, conf=conf)
     await _service(db, rm).run_once(NOW)
     assert rm.moves == [("application_1_0010", "root.fast")]
-    assert rm.reads == ["rm_conf", "scheduler_conf"]
+    assert rm.reads == ["rm_conf", "queue_acls", "scheduler_conf"]
     record = _records(db)["application_1_0010"]
     assert record.status == "applied"
     assert "acl_submit_applications of root.fast allows alice" in record.reason
@@ -274,7 +283,8 @@ async def test_an_owner_no_acl_lets_in_is_refused_and_not_moved(db: Db) -> None:
     await _service(db, rm).run_once(NOW)
     # the sidecar's own right to move apps there is no reason to move mallory's
     assert rm.moves == [("application_1_0011", "root.fast")]
-    assert rm.reads == ["rm_conf", "scheduler_conf"]  # once per tick, not once per app
+    # once per tick, not once per app
+    assert rm.reads == ["rm_conf", "queue_acls", "scheduler_conf"]
     record = _records(db)["application_1_0010"]
     assert (record.status, record.outputs["queue"]) == ("refused", "etl")
     assert "not moved: owner mallory may not submit to root.fast: " in record.reason
@@ -360,9 +370,43 @@ async def test_an_unreachable_rm_for_the_acls_leaves_the_app_for_the_next_tick(d
     assert _records(db)["application_1_0010"].status == "applied"
 
 
+def _file_store_acls() -> dict[str, str]:
+    """The queue ACLs a Hadoop 3.5.0 RM with a file-based store reported (``GET /scheduler``):
+    root.deadline open to alice and bob by name and group deadliners, root administered by
+    yarn-sidecar and group admins, root.etl open to everyone."""
+    body = recorded("scheduler_acls_file_store.json")
+    acls = mapping.queue_acl_conf(wire.parse(wire.SchedulerEnvelope, body).scheduler.schedulerInfo)
+    assert acls is not None
+    return acls
+
+
+async def test_a_file_based_store_is_judged_on_the_acls_the_scheduler_reports(db: Db) -> None:
+    _setup(
+        db,
+        [
+            _observed("application_1_0010", 50, user="alice"),
+            _observed("application_1_0011", 50, user="mallory"),
+        ],
+    )
+    # that RM's answer to GET /scheduler-conf: no mutable store to read
+    refused = RMRejected(400, recorded_text("scheduler_conf_file_store_400.txt"))
+    rm = FakeRM(rm_values=ACLS_ON, reported=_file_store_acls(), conf_error=refused)
+    await _service(db, rm, target="root.deadline").run_once(NOW)
+    assert rm.moves == [("application_1_0010", "root.deadline")]
+    assert rm.reads == ["rm_conf", "queue_acls"]  # the store is not asked
+    records = _records(db)
+    assert records["application_1_0010"].status == "applied"
+    assert "acl_submit_applications of root.deadline allows alice" in (
+        records["application_1_0010"].reason
+    )
+    mallory = records["application_1_0011"]
+    assert mallory.status == "refused"
+    assert "only membership of one of the groups admins, deadliners" in mallory.reason
+
+
 async def test_acls_the_rm_refuses_to_show_fail_the_move_closed(db: Db) -> None:
     _setup(db, [_observed("application_1_0010", 50)])
-    # a file-based scheduler configuration has no /scheduler-conf
+    # an RM that reports no queue ACLs in GET /scheduler and has no mutable store
     refused = RMRejected(400, "This API only supports to retrieve scheduler configuration")
     rm = FakeRM(rm_values=ACLS_ON, conf_error=refused)
     await _service(db, rm).run_once(NOW)

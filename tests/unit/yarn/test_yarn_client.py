@@ -25,6 +25,7 @@ from tests.unit.yarn.samples import (
     finished_app_json,
     leaf,
     node_json,
+    recorded,
     scheduler_json,
 )
 
@@ -577,3 +578,15 @@ def test_constructor_refuses_bad_urls() -> None:
         RMClient([])
     with pytest.raises(ValueError):
         RMClient(["rm1:8088"])
+
+
+async def test_queue_acls_reads_the_scheduler_not_the_mutable_store() -> None:
+    body = recorded("scheduler_acls_file_store.json")
+    client, rec, _ = make_client(lambda r: httpx.Response(200, json=body))
+    async with client:
+        acls = await client.queue_acls()
+    assert [r.url.path for r in rec.requests] == ["/ws/v1/cluster/scheduler"]
+    assert acls is not None
+    assert acls["yarn.scheduler.capacity.root.deadline.acl_submit_applications"] == (
+        "alice,bob deadliners"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.domain import queue_acl
 from app.domain.model import QueueState, Resources
 from app.yarn import mapping, wire
 from tests.unit.yarn.samples import (
@@ -14,6 +15,7 @@ from tests.unit.yarn.samples import (
     leaf,
     node_json,
     parent,
+    recorded,
     scheduler_json,
 )
 
@@ -165,3 +167,52 @@ def test_the_apps_node_label_expression_is_its_partition() -> None:
     )
     assert labelled.node_label == "fast"
     assert mapping.app_record(wire.AppInfoWire.model_validate(base)).node_label == ""
+
+
+# --- queue ACLs (GET /scheduler's queueAcls) ---------------------------------------------------
+
+ACL_KEY = "yarn.scheduler.capacity.{}.acl_{}"
+
+
+def _acl_conf(body: dict[str, Any]) -> dict[str, str] | None:
+    info = wire.parse(wire.SchedulerEnvelope, body).scheduler.schedulerInfo
+    return mapping.queue_acl_conf(info)
+
+
+def test_queue_acls_of_a_file_store_rm_read_as_configuration() -> None:
+    # Hadoop 3.5.0, yarn.acl.enable true, file store, capacity-scheduler.xml setting root's
+    # submit ACL " ", its administer ACL "yarn-sidecar admins", deadline's "alice,bob deadliners"
+    # and etl's "*" (the other ACLs unset: " " below root)
+    conf = _acl_conf(recorded("scheduler_acls_file_store.json"))
+    assert conf is not None
+    assert conf[ACL_KEY.format("root", "submit_applications")] == " "
+    assert conf[ACL_KEY.format("root", "administer_queue")] == "yarn-sidecar admins"
+    assert conf[ACL_KEY.format("root.deadline", "submit_applications")] == "alice,bob deadliners"
+    assert conf[ACL_KEY.format("root.etl", "submit_applications")] == "*"
+    assert conf[ACL_KEY.format("root.adhoc", "administer_queue")] == " "
+    # APPLICATION_MAX_PRIORITY lets no one into a queue: not carried over
+    assert not any("priority" in key.lower() for key in conf)
+    children = conf["yarn.scheduler.capacity.root.queues"].split(",")
+    assert sorted(children) == ["adhoc", "deadline", "default", "etl"]
+    # the same questions the RM asks, answered from what it reported
+    for user, queue, access in [
+        ("alice", "root.deadline", queue_acl.Access.ALLOWED),
+        ("mallory", "deadline", queue_acl.Access.UNKNOWN),  # groups deadliners, admins
+        ("mallory", "root.etl", queue_acl.Access.ALLOWED),
+        ("yarn-sidecar", "root.adhoc", queue_acl.Access.ALLOWED),  # administers root
+    ]:
+        verdict = queue_acl.submit_access(user, queue, acl_enable="true", scheduler_conf=conf)
+        assert verdict.access is access, (user, queue, verdict.reason)
+
+
+def test_queue_acls_without_queue_path_and_an_rm_reporting_none() -> None:
+    # 3.3-style tree (no queuePath): paths built from the names
+    acls = {"queueAcl": [{"accessType": "SUBMIT_APP", "accessControlList": "bob"}]}
+    body = scheduler_json([parent("a", [leaf("a1", queueAcls=acls)])])
+    assert _acl_conf(body) == {
+        "yarn.scheduler.capacity.root.queues": "a",
+        "yarn.scheduler.capacity.root.a.queues": "a1",
+        ACL_KEY.format("root.a.a1", "submit_applications"): "bob",
+    }
+    # no queue reports its ACLs: None, so the caller reads the mutable store instead
+    assert _acl_conf(scheduler_json([leaf("b")])) is None
