@@ -33,6 +33,7 @@ SMOKE: dict[str, tuple[list[str], str]] = {
         ["--hours", "1", "--queues", "5", "--jobs", "10", "--repeat", "1"],
         "/queues/series",
     ),
+    "bench_estimator_refresh": (["--observations", "200"], "| 200 |"),
     "bench_job_reads": (["--waiting", "10", "--reads", "2"], "promise"),
     "bench_jobs_api": (
         ["--rate", "20", "--count", "20", "--waiting", "10", "--max-duration", "20"],

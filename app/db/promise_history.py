@@ -185,18 +185,26 @@ class EstimatorCache:
     learned: int = field(default=0)
 
     capacity: int = 0
+    widest: int = 0  # the most tasks of a run learned since the last rebuild
 
     def refresh(self, session: Session, capacity: int) -> Estimator:
-        """Bring the estimator up to date with the database and return it (rebuilt in full when
-        the capacity changed, since ``maxCPUs`` depends on it)."""
-        if self.estimator is None or capacity != self.capacity:
+        """Bring the estimator up to date with the database and return it. A run's ``maxCPUs``
+        is ``min(tasks, capacity)``, so a new capacity rebuilds it in full only when some run
+        learned had more tasks than the old or the new capacity: otherwise every ``maxCPUs``
+        is its run's tasks either way. A NodeManager joining or leaving changes the capacity,
+        and on a large cluster a rebuild reads the whole history under the admission lock."""
+        if self.estimator is None or (
+            capacity != self.capacity and self.widest > min(capacity, self.capacity)
+        ):
             self.estimator = Estimator(self.params)
             self.mark = None
-            self.capacity = capacity
+            self.widest = 0
+        self.capacity = capacity
         for outcome, mark in _observations(session, self.mark, capacity):
             self.estimator.learn(outcome)
             self.mark = mark
             self.learned += 1
+            self.widest = max(self.widest, outcome.tasks)
         return self.estimator
 
 

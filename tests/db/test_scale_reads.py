@@ -41,8 +41,9 @@ def _loads(model: type[Any]) -> Iterator[list[object]]:
         event.remove(model, "load", loaded)
 
 
-def _observe(db: Db, rows: list[tuple[str, int, str, float, bool]]) -> None:
-    """Finished apps and their observations: (app id, observed_ms, job name, work, censored)."""
+def _observe(db: Db, rows: list[tuple[str, int, str, float, bool]], tasks: int = 4) -> None:
+    """Finished apps and their observations: (app id, observed_ms, job name, work, censored),
+    each run of ``tasks`` tasks."""
     with transaction(db.sessions) as s:
         cluster = s.query(Cluster).filter_by(name="test").one_or_none()
         if cluster is None:
@@ -63,7 +64,7 @@ def _observe(db: Db, rows: list[tuple[str, int, str, float, bool]]) -> None:
             s.add(
                 EstimatorObservation(
                     app_id=app_id, source="tagged", observed_ms=observed_ms,
-                    learned=not censored, censored=censored, tasks=4, deadline_s=100.0,
+                    learned=not censored, censored=censored, tasks=tasks, deadline_s=100.0,
                     comp_time=work, cpus=4, success=not censored,
                 )
             )  # fmt: skip
@@ -147,3 +148,28 @@ def test_placement_reads_only_the_live_apps_with_a_deadline_tag(db: Db) -> None:
     ids = sorted(a.app_id for a in live)
     assert ids == ["application_1_0100", "application_1_0101", "application_1_0103"]
     assert len(loaded) == 3  # the 30 untagged live apps are not read
+
+
+def test_a_new_capacity_rebuilds_only_when_a_run_learned_was_wider_than_it(db: Db) -> None:
+    # runs of 4 tasks: maxCPUs is 4 on 8 vcores and on 6, 2 on 2
+    _observe(db, [(f"application_1_{i:04d}", 1_000 + i, f"etl-{i % 2}", 50.0 + i, False)
+                  for i in range(10)])  # fmt: skip
+    cache = EstimatorCache(PARAMS)
+    with db.sessions() as s:
+        cache.refresh(s, CAPACITY)
+    for capacity, rows_read in [(6, 0), (4, 0), (2, 10), (3, 10), (8, 10), (16, 0)]:
+        with db.sessions() as s, _loads(EstimatorObservation) as read:
+            est = cache.refresh(s, capacity)
+        assert len(read) == rows_read, capacity
+        with db.sessions() as s:
+            _same(est, load_estimator(s, PARAMS, capacity))
+    # a wider run learned later makes the next smaller capacity rebuild
+    _observe(db, [("application_2_0001", 2_000, "etl-0", 400.0, False)], tasks=12)
+    with db.sessions() as s, _loads(EstimatorObservation) as read:
+        cache.refresh(s, 16)
+    assert len(read) == 1
+    with db.sessions() as s, _loads(EstimatorObservation) as read:
+        est = cache.refresh(s, 10)
+    assert len(read) == 11
+    with db.sessions() as s:
+        _same(est, load_estimator(s, PARAMS, 10))
