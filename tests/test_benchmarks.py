@@ -41,7 +41,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     ),
     "bench_queue_policies": (["--queues", "4", "--repeats", "2"], "fawkes step"),
     "bench_redact": (["--sizes", "200,400", "--repeat", "1"], "| a://:x |"),
-    "bench_retention": (["--db", "sqlite", "--nodes", "20", "--queues", "4"], "| sqlite |"),
+    "bench_retention": (
+        ["--db", "sqlite", "--nodes", "20", "--queues", "4", "--job-decisions", "2000"],
+        "| sqlite | 2,400 |",
+    ),
     "bench_rrf_justice": (["--repeat", "1"], "justice admit"),
     "bench_scale": (["--db", "sqlite", "--sizes", "10:4:5:10", "--ticks", "1"], "client"),
     "bench_sim": (

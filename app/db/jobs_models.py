@@ -13,6 +13,9 @@ Justice").
 * ``estimator_observations``: one row per YARN application considered for TRACK_JOB, keyed by the
   app id, so each finished app teaches the estimator exactly once, across restarts too.
 * ``admission_settings``: the admission policy the operator chose at run time (``PUT /admission``).
+* ``job_tallies``: ``/metrics``' counts of the ended jobs and the job decisions that retention has
+  counted out of the live tables (``tallied_ms`` set on those rows), one row; a scrape adds it to
+  the rows not tallied yet, so its cost follows the live jobs, not the history.
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.auth.principal import current_label, current_user
-from app.db.models import Base
+from app.db.models import Base, partial_index
+
+# The rows ``/metrics`` still counts one by one (``job_tallies`` holds the rest): the predicate of
+# the partial indexes on ``jobs`` and ``job_decisions``, which the queries repeat word for word.
+UNTALLIED_SQL = "tallied_ms IS NULL"
+
 
 
 class Job(Base):
@@ -49,6 +57,7 @@ class Job(Base):
         # An idempotency key is the submitter's own: another user's identical key is another
         # request, and must neither replay nor reveal that user's job.
         UniqueConstraint("idempotency_owner", "idempotency_key"),
+        partial_index("ix_jobs_untallied", UNTALLIED_SQL, "state", "met_deadline"),
     )
 
     # A random hex id, not a counter: the RM tag ``sidecar-job:<id>`` must never match an app of
@@ -91,6 +100,9 @@ class Job(Base):
     # The user the job runs as on YARN and who may see and cancel it; the sidecar's own user when
     # submitted without a principal.
     owner: Mapped[str | None] = mapped_column(String(100), default=current_user)
+    # When retention added this ended job to ``job_tallies`` (``app.db.retention``); from then on
+    # /metrics counts it there, not here. None: counted from this row.
+    tallied_ms: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class JobDecision(Base):
@@ -101,6 +113,7 @@ class JobDecision(Base):
         Index("ix_job_decisions_job", "job_id", "id"),
         # Retention's delete of a decision finds the steps that point at it by this index.
         Index("ix_job_decisions_round", "round_id"),
+        partial_index("ix_job_decisions_untallied", UNTALLIED_SQL, "id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -117,6 +130,19 @@ class JobDecision(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     numbers: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     principal: Mapped[str | None] = mapped_column(String(200), default=current_label)
+    # When retention added this row to ``job_tallies``, as ``Job.tallied_ms``.
+    tallied_ms: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class JobTally(Base):
+    """Counts of ended jobs (by state, deadline met or missed) and of job decisions (by action and
+    reason template) that retention took out of the per-row counts; one row."""
+
+    __tablename__ = "job_tallies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_ms: Mapped[int] = mapped_column(BigInteger)
 
 
 class EstimatorStateRow(Base):
@@ -134,7 +160,11 @@ class EstimatorObservation(Base):
     """A finished YARN application considered by TRACK_JOB (learned from, or skipped and why)."""
 
     __tablename__ = "estimator_observations"
-    __table_args__ = (Index("ix_estimator_observations_observed", "observed_ms"),)
+    __table_args__ = (
+        Index("ix_estimator_observations_observed", "observed_ms"),
+        # Retention's delete of an ended job finds the observation naming it by this index.
+        Index("ix_estimator_observations_job", "job_id"),
+    )
 
     app_id: Mapped[str] = mapped_column(String(100), primary_key=True)
     job_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))

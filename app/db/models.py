@@ -41,7 +41,7 @@ MAPREDUCE_SQL = f"app_type = '{MAPREDUCE_APP_TYPE}'"
 LISTED_SQL = "gone_ms IS NULL"
 
 
-def _partial(name: str, where: str, *columns: str) -> Index:
+def partial_index(name: str, where: str, *columns: str) -> Index:
     """An index of the rows matching ``where`` only, on both engines."""
     return Index(name, *columns, sqlite_where=text(where), postgresql_where=text(where))
 
@@ -140,11 +140,15 @@ class Application(Base):
         # history: the engines use one only for a query whose WHERE repeats its predicate word
         # for word, with literals (``app.db.jobs_repo.unobserved_tagged_apps``,
         # ``app.db.history_repo.to_collect``).
-        _partial("ix_applications_deadline_tagged", DEADLINE_TAGGED_SQL, "finished_ms", "app_id"),
-        _partial("ix_applications_mapreduce", MAPREDUCE_SQL, "cluster_id", "finished_ms", "app_id"),
+        partial_index(
+            "ix_applications_deadline_tagged", DEADLINE_TAGGED_SQL, "finished_ms", "app_id"
+        ),
+        partial_index(
+            "ix_applications_mapreduce", MAPREDUCE_SQL, "cluster_id", "finished_ms", "app_id"
+        ),
         # The apps the RM lists now, by state (``/metrics``' applications gauge): bounded by
         # what the RM keeps, not by the history.
-        _partial("ix_applications_listed", LISTED_SQL, "cluster_id", "state"),
+        partial_index("ix_applications_listed", LISTED_SQL, "cluster_id", "state"),
     )
 
     app_id: Mapped[str] = mapped_column(String(100), primary_key=True)

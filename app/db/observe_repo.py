@@ -3,8 +3,9 @@ from the recorded history (samples, decisions, pushes, ledger, jobs, estimator, 
 
 Everything here is a read; the numbers come from the rows the loops already write, so a scrape
 or a page view never disturbs the control loop and every shown value can be traced to a record.
-The one write is ``retire``: retention hands it the rows it prunes from tables counters are
-derived from, and their tallies are added to the live counts so no counter ever goes down.
+The writes are ``retire`` and ``tally_jobs``: retention hands them the rows it prunes (polls,
+decisions) or counts out (ended jobs, job decisions) of tables counters are derived from, and
+their tallies are added to the live counts so no counter ever goes down.
 """
 
 from __future__ import annotations
@@ -16,14 +17,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Integer,
+    String,
+    and_,
+    case,
+    cast,
+    func,
+    null,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.orm import Session
 
 from app.control.guard import STATE_KEY as GUARD_STATE
 from app.db import control_repo, repo
 from app.db.control_models import ConfigPush, LedgerEntry, PolicyState
 from app.db.history_models import MapReduceJobRow
-from app.db.jobs_models import EstimatorStateRow, Job, JobDecision
+from app.db.jobs_models import UNTALLIED_SQL, EstimatorStateRow, Job, JobDecision, JobTally
 from app.db.models import (
     LISTED_SQL,
     Application,
@@ -54,6 +68,8 @@ _ASIDE = re.compile(r"\s+\([^()]*(?:\)|$)")
 _HEX_ID = re.compile(r"\b[0-9a-fA-F]{16,}\b")
 # ``policy_states`` key of each cluster's tallies of pruned rows (``retire``).
 RETIRED_KEY = "metrics_retired"
+# The one ``job_tallies`` row.
+JOB_TALLY_ID = 1
 # Per pruned table, the columns its counters need of a deleted row (cluster id first).
 RETIRED_COLUMNS: dict[type[Any], tuple[Any, ...]] = {
     PollRecord: (PollRecord.cluster_id, PollRecord.ok, PollRecord.duration_ms),
@@ -348,27 +364,89 @@ def _add_retired(session: Session, cluster_id: int, snap: Snapshot) -> None:
     snap.poll_sum_s += int(tally.get("poll_sum_ms") or 0) / 1000
 
 
+def tally_jobs(
+    session: Session,
+    jobs: Sequence[Sequence[Any]],
+    decisions: Sequence[Sequence[Any]],
+    now_ms: int,
+) -> None:
+    """Add ended jobs (``(state, met_deadline)`` each) and job decisions (``(action, reason)``)
+    that retention stamps ``tallied_ms`` to ``job_tallies``, in the transaction that stamps them:
+    a scrape counts each row either one by one or in the tallies, never both or neither."""
+    if not jobs and not decisions:
+        return
+    # locked, so two tallying transactions cannot both add to the same old counts
+    row = session.scalar(select(JobTally).where(JobTally.id == JOB_TALLY_ID).with_for_update())
+    tally = copy.deepcopy(dict(row.state)) if row is not None else {}
+    states, deadlines = _counts(tally.get("jobs")), _counts(tally.get("deadlines"))
+    for state, met in jobs:
+        states[str(state)] = states.get(str(state), 0) + 1
+        if met is not None:
+            key = "met" if met else "missed"
+            deadlines[key] = deadlines.get(key, 0) + 1
+    actions = dict(tally.get("admission") or {})
+    for action, reason in decisions:
+        reasons = _counts(actions.get(str(action)))
+        template = reason_template(reason or "")
+        reasons[template] = reasons.get(template, 0) + 1
+        actions[str(action)] = reasons
+    tally.update(jobs=states, deadlines=deadlines, admission=actions)
+    if row is None:
+        session.add(JobTally(id=JOB_TALLY_ID, state=tally, updated_ms=now_ms))
+    else:
+        row.state, row.updated_ms = tally, now_ms
+    session.flush()
+
+
+def _with_tally(*blanks: Any) -> Any:
+    """``job_tallies``' counts as one more row of a grouped count (``blanks``: its keys, typed
+    nulls): each count and its tallies are read in one statement, so from one snapshot on both
+    engines (two statements could see a retention pass commit between them and count its rows
+    twice, or not at all)."""
+    return select(*blanks, cast(null(), Integer), JobTally.state).where(JobTally.id == JOB_TALLY_ID)
+
+
+def _job_counts(session: Session, snap: Snapshot) -> None:
+    """Jobs by state, deadlines met and missed, job decisions by action and reason: the rows not
+    tallied yet (through the partial indexes on ``tallied_ms IS NULL``), plus the tallies."""
+    untallied = text(UNTALLIED_SQL)
+    jobs = select(Job.state, Job.met_deadline, func.count(), cast(null(), JSON)).where(untallied)
+    jobs = jobs.group_by(Job.state, Job.met_deadline)
+    states: Counter[str] = Counter()
+    snap.deadlines = {"met": 0, "missed": 0}
+    for state, met, n, tally in session.execute(
+        jobs.union_all(_with_tally(cast(null(), String), cast(null(), Boolean)))
+    ).all():
+        if tally is not None:
+            states.update(_counts(tally.get("jobs")))
+            for key, count in _counts(tally.get("deadlines")).items():
+                snap.deadlines[key] = snap.deadlines.get(key, 0) + count
+            continue
+        if state is not None:
+            states[str(state)] += int(n)
+        if met is not None:
+            snap.deadlines["met" if met else "missed"] += int(n)
+    snap.jobs_by_state = dict(states)
+    admission: Counter[tuple[str, str]] = Counter()
+    steps = select(JobDecision.action, JobDecision.reason, func.count(), cast(null(), JSON))
+    steps = steps.where(untallied).group_by(JobDecision.action, JobDecision.reason)
+    for action, reason, n, tally in session.execute(
+        steps.union_all(_with_tally(cast(null(), String), cast(null(), String)))
+    ).all():
+        if tally is not None:
+            for name, reasons in (tally.get("admission") or {}).items():
+                for template, count in _counts(reasons).items():
+                    admission[(str(name), template)] += count
+            continue
+        admission[(str(action), reason_template(reason or ""))] += int(n)
+    snap.admission = dict(admission)
+
+
 def snapshot(session: Session, cluster_name: str) -> Snapshot:
     """The database's part of one scrape."""
     snap = Snapshot()
     cluster = repo.get_cluster(session, cluster_name)
-    snap.jobs_by_state = _grouped(session, Job.state)
-    met = session.execute(
-        select(Job.met_deadline, func.count())
-        .where(Job.met_deadline.is_not(None))
-        .group_by(Job.met_deadline)
-    ).all()
-    snap.deadlines = {"met": 0, "missed": 0}
-    for flag, n in met:
-        snap.deadlines["met" if flag else "missed"] += int(n)
-    admission: Counter[tuple[str, str]] = Counter()
-    for action, reason, n in session.execute(
-        select(JobDecision.action, JobDecision.reason, func.count()).group_by(
-            JobDecision.action, JobDecision.reason
-        )
-    ).all():
-        admission[(str(action), reason_template(reason or ""))] += int(n)
-    snap.admission = dict(admission)
+    _job_counts(session, snap)
     snap.unstarted_jobs, snap.unstarted_since_ms = unstarted_jobs(session)
     est = session.scalars(select(EstimatorStateRow).order_by(EstimatorStateRow.id).limit(1)).first()
     if est is not None:

@@ -16,6 +16,16 @@ holds locks for long (the poller and the API keep writing meanwhile):
   ticks that changed nothing (``ROUTINE_STATUSES``) go with the raw window: each carries the
   tick's inputs, about 1.5 KB per queue, and a tick a minute at 200 queues wrote 457 MB a day
   that a year's window kept.
+* ``jobs`` and ``job_decisions`` are first counted out of ``/metrics``' per-row counts: every job
+  decision, and every ended job an hour after its last change (``TALLY_SETTLE_MS``), is added to
+  ``job_tallies`` and stamped ``tallied_ms`` in one transaction, so a scrape counts only the rows
+  not stamped yet. Beyond the decision window an ended job's decisions go, and the job itself
+  unless Promise's estimator learns from it (a learned or censored observation of its app joins
+  the job for its signature, grant and start-up) or TRACK_JOB has yet to consider its app. A
+  pruned job is unknown to ``GET /jobs/{id}``, and its idempotency key may make a new job.
+* ``ledger_entries`` (one row per queue and controller interval) are kept for the hourly window,
+  except each queue's newest row: the ledger continues from the newest row's end and from its
+  state in ``policy_states``, and ``/metrics`` reads each queue's debt from its newest row.
 """
 
 from __future__ import annotations
@@ -24,11 +34,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import and_, delete, exists, func, or_, select, text, update
+from sqlalchemy.orm import Session, aliased
 
 from app.db import observe_repo
-from app.db.models import ClusterSample, Decision, NodeSample, PollRecord, QueueSample
+from app.db.control_models import LedgerEntry
+from app.db.jobs_models import UNTALLIED_SQL, EstimatorObservation, Job, JobDecision
+from app.db.models import Application, ClusterSample, Decision, NodeSample, PollRecord, QueueSample
+from app.domain.tags import FINAL_STATES
 
 HOUR_MS = 3_600_000
 # Controller ticks that did nothing: no change worth pushing, the static policy, observe mode.
@@ -36,6 +49,10 @@ ROUTINE_STATUSES = ("no_change", "static", "observe")
 # Rows read per scan for hours still to downsample (bounded work per step).
 SCAN_ROWS = 20_000
 DAY_MS = 24 * HOUR_MS
+# How long an ended job stays counted from its own row before it is tallied: its state and
+# deadline outcome are written when it ends, and nothing changes them after, but a job that
+# ended moments ago may still be in a transaction that has not committed its last step.
+TALLY_SETTLE_MS = HOUR_MS
 
 # Numeric columns averaged when an hour of samples becomes one row.
 _QUEUE_MEANS = (
@@ -226,5 +243,118 @@ def prune_step(
         session, Decision, Decision.created_ms, raw_cut, batch, now_ms, *routine
     )
     out.add("decisions", rows=decisions)
+    tallied = _tally_jobs(session, now_ms, batch)
+    steps, jobs = _prune_jobs(session, decision_cut, batch)
+    out.add("job_decisions", rows=steps)
+    out.add("jobs", rows=jobs)
+    out.add("ledger_entries", rows=_delete_old_ledger(session, hourly_cut, batch))
+    out.more = out.more or tallied >= batch
     out.more = out.more or any(n >= batch for n in out.deleted_rows.values())
     return out
+
+
+def _tally_jobs(session: Session, now_ms: int, limit: int) -> int:
+    """Stamp up to ``limit`` job decisions and ``limit`` settled ended jobs ``tallied_ms`` and add
+    them to ``job_tallies`` (``observe_repo.tally_jobs``); returns the larger of the two counts.
+    Both are found through the partial indexes holding only the rows not stamped yet."""
+    untallied = text(UNTALLIED_SQL)
+    step_ids = select(JobDecision.id).where(untallied).order_by(JobDecision.id).limit(limit)
+    steps = session.execute(
+        update(JobDecision)
+        .where(JobDecision.id.in_(step_ids.scalar_subquery()), JobDecision.tallied_ms.is_(None))
+        .values(tallied_ms=now_ms)
+        .returning(JobDecision.action, JobDecision.reason)
+        .execution_options(synchronize_session=False)
+    ).all()
+    job_ids = (
+        select(Job.id)
+        .where(
+            untallied,
+            Job.state.in_(FINAL_STATES),
+            Job.updated_ms < now_ms - TALLY_SETTLE_MS,
+        )
+        .order_by(Job.id)
+        .limit(limit)
+    )
+    jobs = session.execute(
+        update(Job)
+        # re-checked by the update itself: another pass may have stamped them meanwhile
+        .where(
+            Job.id.in_(job_ids.scalar_subquery()),
+            Job.tallied_ms.is_(None),
+            Job.state.in_(FINAL_STATES),
+        )
+        .values(tallied_ms=now_ms)
+        .returning(Job.state, Job.met_deadline)
+        .execution_options(synchronize_session=False)
+    ).all()
+    observe_repo.tally_jobs(session, jobs, steps, now_ms)
+    return max(len(steps), len(jobs))
+
+
+def _ended_before(cutoff_ms: int) -> tuple[Any, ...]:
+    """Jobs that ended, were tallied and last changed before ``cutoff_ms``. The range is on the
+    submission (``ix_jobs_submitted``): a job changes only after it is submitted."""
+    return (
+        Job.submitted_ms < cutoff_ms,
+        Job.updated_ms < cutoff_ms,
+        Job.state.in_(FINAL_STATES),
+        Job.tallied_ms.is_not(None),
+    )
+
+
+def _prune_jobs(session: Session, cutoff_ms: int, limit: int) -> tuple[int, int]:
+    """Delete up to ``limit`` tallied decisions of jobs that ended before ``cutoff_ms``, then up
+    to ``limit`` such jobs left without decisions, except those the estimators need; returns
+    (decisions, jobs) deleted."""
+    step_ids = (
+        select(JobDecision.id)
+        .join(Job, Job.id == JobDecision.job_id)
+        .where(*_ended_before(cutoff_ms), JobDecision.tallied_ms.is_not(None))
+        .order_by(JobDecision.id)
+        .limit(limit)
+    )
+    gone = JobDecision.id.in_(step_ids.scalar_subquery())
+    steps = session.execute(delete(JobDecision).where(gone))
+    seen = aliased(EstimatorObservation)
+    # Promise rebuilds its estimator from every learned or censored observation joined with its
+    # job (``app.db.promise_history``): without the job the same history gives another estimate.
+    learned_from = exists().where(
+        seen.app_id == Job.app_id, or_(seen.learned.is_(True), seen.censored.is_(True))
+    )
+    # TRACK_JOB learns from an ended job's app once it settles (``jobs_repo.unlearned_job_apps``).
+    to_learn = and_(
+        exists().where(Application.app_id == Job.app_id),
+        ~exists().where(seen.app_id == Job.app_id),
+    )
+    job_ids = (
+        select(Job.id)
+        .where(
+            *_ended_before(cutoff_ms),
+            ~exists().where(JobDecision.job_id == Job.id),
+            or_(Job.app_id.is_(None), and_(~learned_from, ~to_learn)),
+        )
+        .order_by(Job.submitted_ms, Job.id)
+        .limit(limit)
+    )
+    jobs = session.execute(delete(Job).where(Job.id.in_(job_ids.scalar_subquery())))
+    return int(steps.rowcount or 0), int(jobs.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def _delete_old_ledger(session: Session, cutoff_ms: int, limit: int) -> int:
+    """Ledger rows that ended before ``cutoff_ms`` and have a later row of the same queue (found
+    by the unique key on cluster, queue and start): each queue's newest row stays."""
+    later = aliased(LedgerEntry)
+    newer = exists().where(
+        later.cluster_id == LedgerEntry.cluster_id,
+        later.queue == LedgerEntry.queue,
+        later.start_ms > LedgerEntry.start_ms,
+    )
+    ids = (
+        select(LedgerEntry.id)
+        .where(LedgerEntry.end_ms < cutoff_ms, newer)
+        .order_by(LedgerEntry.id)
+        .limit(limit)
+    )
+    result = session.execute(delete(LedgerEntry).where(LedgerEntry.id.in_(ids.scalar_subquery())))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
