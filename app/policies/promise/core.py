@@ -880,6 +880,58 @@ def _try_at(
     return (g, p) if worth else None
 
 
+def _try_grant(
+    t: _Try,
+    g_max: int,
+    avail: int,
+    expected: list[tuple[float, int]],
+    load: Load | None,
+    now_s: float,
+    am: int,
+    mean_work: float | None,
+    price: float,
+    div: bool,
+    capacity: int,
+) -> tuple[int, float] | None:
+    """``(grant, p)`` of the try of ``t.job`` worth most on at most ``g_max`` vcores now, else
+    None: of the grants its history's works ask for (the smallest grant each of them fits), the
+    one whose chance less the arrivals it crowds out (``_crowded_out``, both in met deadlines,
+    as a top-up's grant is chosen, ``_top_up``) is largest, among those whose chance is at least
+    ``t.min_p``, whose miss is worth risking (``_worth_risking``) and which crowd out fewer
+    arrivals than their chance. The rule before took only the smallest grant with the largest
+    chance and refused the try when that grant crowded out more than its chance, though a
+    narrower one (a smaller chance, a smaller hold) could be worth its place."""
+    j, est = t.job, t.est
+    if g_max < 1:
+        return None
+    top = _try_at(t, g_max, now_s, am, mean_work, price, div)
+    if top is None or mean_work is None:
+        if top is not None and _hold_lost(
+            j, est, top[0], load, avail, expected, now_s, am, div, capacity
+        ) >= top[1]:
+            return None
+        return top
+    due = j.deadline_at - est.overhead_s
+    g_top = top[0]
+    larger = (min_grant(j.tasks, g_top, w / j.tasks, due - now_s, div) for w in t.works)
+    candidates = sorted({g_top} | {g for g in larger if g is not None and g < g_top})
+    best: tuple[int, float] | None = None
+    best_worth = -math.inf
+    n = len(t.works)
+    for g in candidates:
+        p = _fits(j, t.works, due, now_s, g, div) / n
+        if p <= 0 or p < t.min_p:
+            continue
+        if not _worth_risking(p, mean_work, price, _miss_waste(j, g, am, now_s, div)):
+            continue
+        lost = _hold_lost(j, est, g, load, avail, expected, now_s, am, div, capacity)
+        if lost >= p:
+            continue
+        if p - lost > best_worth + _EPS:
+            best, best_worth = (g, p), p - lost
+    return best
+
+
 def _tries(
     tries: list[_Try],
     avail: int,
@@ -926,11 +978,8 @@ def _tries(
         if t.explore:
             avail = _explore(t, avail, am, now_s, out, queued)
             continue
-        chosen = _try_at(t, min(t.limit, avail - am), now_s, am, mean_work, price, div)
-        if chosen is not None:
-            g, p = chosen
-            if _hold_lost(j, est, g, load, avail, expected, now_s, am, div, capacity) >= p:
-                chosen = None
+        chosen = _try_grant(t, min(t.limit, avail - am), avail, expected, load, now_s, am,
+                            mean_work, price, div, capacity)
         if chosen is None:
             queued.append(_queued(j, est, t.lst, f"vcores free enough to try it ({t.why})"))
             continue

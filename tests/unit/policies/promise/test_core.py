@@ -1037,3 +1037,42 @@ def test_a_round_never_books_more_than_is_free() -> None:
         filled += any(d.action == "admit" and d.cpus + am == free + freed for d in decisions)
     # the rounds reached the bound: many admitted, and some took exactly what was free
     assert admitted_any > 100 and filled > 10, (admitted_any, filled)
+
+
+def test_a_try_whose_widest_chance_crowds_out_too_much_is_tried_on_a_narrower_grant() -> None:
+    # task seconds 4, 5, 9, 10, 30 (works 16, 20, 36, 40, 120): the bound (one 30 s wave) misses
+    # a 10 s deadline. On 4 vcores (one wave) four of five runs fit, 0.8; on 2 (two waves) the
+    # two with tasks of 5 s or less, 0.4. The central estimate (9 s a task) holds 4 vcores for
+    # 9 s, 2 for 18 s.
+    est = _four_task_runs(4, 5, 9, 10, 30)
+    job = core.WaitingJob("w", tasks=4, deadline_s=10.0, submitted_s=0.0, keys=K)
+    # Arrivals need 4 vcores at 0.2 a second (mean work 20). Both grants are worth their miss:
+    # on 4 a miss wastes 4 x 10 s = 40, and 0.8 x 20 = 16 beats 0.2 x 40 = 8; on 2 the first
+    # wave's verdict (5 s) ends it, wasting 2 x 5 s = 10, and 0.4 x 20 = 8 beats 0.6 x 10 = 6.
+    load = core.Load(jobs_per_s=0.2, vcores=4.0)
+    # With 6 free, 4 for it leave the arrivals 2 of their 4 for 9 s: 0.2 x 9 s x 2/4 = 0.9
+    # crowded out, not worth a 0.8 chance; 2 for it leave them all 4, and nobody is lost.
+    assert core._crowded_out(load, 6, [], 0.0, 4, 9.0, 36.0, 6) == pytest.approx(0.9)
+    assert core._crowded_out(load, 6, [], 0.0, 2, 18.0, 36.0, 6) == 0.0
+    # Waiting for room for the wider grant would give up the narrower one's chance for nothing.
+    (d,) = core.admit([job], [], 6, 6, 0.0, est, P, load=load)
+    assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
+    assert "40% of its history fits" in d.reason
+    assert d.finish_s == pytest.approx(18.0)  # two central 9 s waves
+    # With 8 free the wider grant crowds out nobody either: its larger chance wins.
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=load)
+    assert (d.action, d.cpus) == ("admit", 4) and "80% of its history fits" in d.reason
+
+
+def test_a_try_takes_the_grant_whose_chance_less_its_crowd_out_is_largest() -> None:
+    # The history, deadline and 6 free vcores above: 4 vcores (chance 0.8) leave arrivals
+    # needing 4 vcores 2 short for 9 s, 2 vcores (chance 0.4) crowd out nobody.
+    est = _four_task_runs(4, 5, 9, 10, 30)
+    job = core.WaitingJob("w", tasks=4, deadline_s=10.0, submitted_s=0.0, keys=K)
+    # At 0.1 a second the wider grant crowds out 0.1 x 9 s x 2/4 = 0.45, fewer than its chance,
+    # but it is then worth 0.8 - 0.45 = 0.35 met deadlines, the narrower one 0.4.
+    (d,) = core.admit([job], [], 6, 6, 0.0, est, P, load=core.Load(jobs_per_s=0.1, vcores=4.0))
+    assert (d.action, d.cpus) == ("admit", 2) and "40% of its history fits" in d.reason
+    # At 0.05 a second it crowds out 0.225 and is worth 0.575: the wider grant.
+    (d,) = core.admit([job], [], 6, 6, 0.0, est, P, load=core.Load(jobs_per_s=0.05, vcores=4.0))
+    assert (d.action, d.cpus) == ("admit", 4) and "80% of its history fits" in d.reason
