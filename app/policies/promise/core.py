@@ -101,7 +101,12 @@ or waste work on real traces:
   never tried on half of it, and SWIM's 2x-mean Jockey1x2x fluid cells failed the goal
   (``docs/evaluation.md``, "Pricing a try's miss at its first-wave verdict"). Small jobs are
   tried on small chances, jobs that would hold much of the cluster only when nearly sure; one
-  not worth trying even on all it could use is refused at once. Without an arrival rate only
+  not worth trying even on all it could use is refused at once. Of the grants its history's
+  works call for, a try takes the one worth most in met deadlines, its chance less the arrivals
+  its hold crowds out (``_try_grant``, as ``_top_up`` chooses a promised job's grant), and none
+  that crowds out as many as its chance; taking only the smallest grant with the largest chance
+  left jobs waiting whose narrower grants were worth trying (``docs/evaluation.md``, "A try's
+  grant worth most"). Without an arrival rate only
   jobs that run whole on ``learn_cpus`` vcores are tried, when their median fits. On the
   evaluation grid tries raised SDR in 52 of 112 cells and lowered it in none; WTR rose in 38,
   above 0.02 in eight (``docs/evaluation.md``).
