@@ -1,11 +1,12 @@
-"""FastAPI dependencies as ``Annotated`` aliases (``SessionDep``, ``StateDep``)."""
+"""FastAPI dependencies as ``Annotated`` aliases (``SessionDep``, ``StateDep``), and the answer
+to a request refused for load (``retry_later``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 
 from app.api.state import SidecarState
@@ -33,3 +34,9 @@ def get_session(request: Request) -> Iterator[Session]:
 
 StateDep = Annotated[SidecarState, Depends(get_state)]
 SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def retry_later(status_code: int, detail: str, retry_after_s: int) -> HTTPException:
+    """A refusal for load (429: this caller's kind of work is at its limit; 503: the service is
+    saturated): nothing was done, and ``Retry-After`` says when asking again may succeed."""
+    return HTTPException(status_code, detail, headers={"Retry-After": str(retry_after_s)})

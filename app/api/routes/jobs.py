@@ -18,7 +18,7 @@ from fastapi import APIRouter, Header, HTTPException, Path, Query, Response, sta
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import Submitter, Viewer, forbidden
-from app.api.deps import StateDep
+from app.api.deps import StateDep, retry_later
 from app.api.job_guard import check_run, may_manage, render_template, run_as
 from app.api.jobs_schemas import (
     MAX_DEADLINE_S,
@@ -205,10 +205,10 @@ async def submit_job(
     now_ms = service.clock()
     new = _new_job(body, _idempotency_key(body, idempotency_key), state, now_ms)
     if service.submissions_in_flight >= MAX_SUBMISSIONS_IN_FLIGHT:
-        raise HTTPException(
+        raise retry_later(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "load: too many submissions in flight; retry shortly",
-            headers={"Retry-After": str(RETRY_AFTER_S)},
+            RETRY_AFTER_S,
         )
     service.submissions_in_flight += 1  # the event loop's thread only: no lock needed
     user = run_as(principal, state.settings)

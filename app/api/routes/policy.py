@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, HTTPException, status
 
 from app.api.auth import require
 from app.api.control_schemas import PolicyIn, PolicyOut, PreviewOut
-from app.api.deps import StateDep
+from app.api.deps import StateDep, retry_later
 from app.api.schemas import ErrorOut
 from app.api.state import SidecarState
 from app.auth.principal import Role
@@ -90,10 +90,8 @@ async def preview_policy(state: StateDep, body: PolicyIn | None = None) -> Previ
     except PolicyError as exc:
         raise _invalid(exc) from exc
     except PreviewBusy as exc:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            str(exc),
-            headers={"Retry-After": str(PREVIEW_RETRY_AFTER_S)},
+        raise retry_later(
+            status.HTTP_429_TOO_MANY_REQUESTS, str(exc), PREVIEW_RETRY_AFTER_S
         ) from exc
     except RMError as exc:
         raise HTTPException(

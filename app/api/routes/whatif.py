@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, status
 from fastapi.responses import HTMLResponse
 
 from app.api.auth import Operator
-from app.api.deps import StateDep
+from app.api.deps import StateDep, retry_later
 from app.api.observe_schemas import WhatIfIn, WhatIfList, WhatIfPolicies, WhatIfRunOut
 from app.api.routes.queues import to_ms
 from app.api.schemas import ErrorOut, ms_to_dt
@@ -73,11 +73,7 @@ def start_whatif(body: WhatIfIn, state: StateDep, _operator: Operator) -> WhatIf
     except WhatIfError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     except WhatIfBusy as exc:
-        raise HTTPException(
-            status.HTTP_429_TOO_MANY_REQUESTS,
-            str(exc),
-            headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
-        ) from exc
+        raise retry_later(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), BUSY_RETRY_AFTER_S) from exc
     return _out(run)
 
 
