@@ -15,9 +15,16 @@ decision grouped), the whole database part of a scrape (``observe_repo.snapshot`
 retention ran, the retention passes that tally the history (default batch), and the scrape
 after them, which must report the same counts.
 
+The steady-state part writes ``--kept-jobs`` ended jobs older than the decision window, each
+with its YARN application (kept for good) and two decisions, a tenth as many older jobs dropped
+before submission (no app: deleted), a hundred live ones, and ``--ledger-rows`` ledger rows
+inside the hourly window; retention catches up, then one step with nothing left to delete is
+timed (median of 3), whole and its job and ledger statements: the cost every hourly run pays.
+
 Run: ``.venv/bin/python benchmarks/bench_retention.py [--db sqlite,postgresql] [--nodes 1000]
-[--queues 200] [--node-change 0.5] [--job-decisions 1000000]`` (PostgreSQL: ``--pg-url`` or
-``YARN_SIDECAR_TEST_PG_URL``, an admin URL; a database is created and dropped).
+[--queues 200] [--node-change 0.5] [--job-decisions 1000000] [--kept-jobs N] [--ledger-rows N]``
+(PostgreSQL: ``--pg-url`` or ``YARN_SIDECAR_TEST_PG_URL``, an admin URL; a database is created
+and dropped).
 """
 
 from __future__ import annotations
@@ -28,22 +35,31 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, func, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import func, insert, select, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_jobs_api import database
 
 from app.db import observe_repo, poll_writes, repo
+from app.db.control_models import LedgerEntry
 from app.db.jobs_models import Job, JobDecision
 from app.db.migrate import upgrade
-from app.db.models import ClusterSample, NodeSample, PollRecord, QueueSample
-from app.db.retention import DAY_MS, HOUR_MS, Windows, prune_step
+from app.db.models import Application, ClusterSample, NodeSample, PollRecord, QueueSample
+from app.db.retention import (
+    DAY_MS,
+    HOUR_MS,
+    Windows,
+    _delete_old_ledger,
+    _prune_jobs,
+    prune_step,
+)
 from app.db.session import make_engine, make_session_factory, transaction
 from app.domain.model import NodeState, QueueState, Resources
 
@@ -272,27 +288,118 @@ def measure_scrape(url: str, decisions: int) -> dict[str, float]:
     }
 
 
+def _app(i: int, cluster_id: int, at_ms: int) -> dict[str, Any]:
+    return {
+        "app_id": f"application_1_{i:08d}", "cluster_id": cluster_id, "user": "alice",
+        "queue": "deadline", "name": f"job {i % 100}", "app_type": "SPARK", "tags": ",",
+        "state": "FINISHED", "final_status": "SUCCEEDED", "submitted_ms": at_ms,
+        "finished_ms": at_ms + 50_000, "first_seen_ms": at_ms, "updated_ms": at_ms + 50_000,
+    }  # fmt: skip
+
+
+def _ledger_row(k: int, cluster_id: int, queues: int, first_ms: int) -> dict[str, Any]:
+    tick, q = divmod(k, queues)
+    start = first_ms + tick * 60_000
+    return {
+        "cluster_id": cluster_id, "queue": f"root.q{q:03d}", "start_ms": start,
+        "end_ms": start + 60_000, "weight": 1.0, "entitlement": 1.0, "usage": 1.0,
+        "counted": 1.0, "debt": 0.0, "total_usage": 1.0, "total_counted": 1.0, "lent": 0.0,
+        "borrowed": 0.0, "lent_to": {},
+    }  # fmt: skip
+
+
+def measure_steady(url: str, kept: int, ledger: int, queues: int) -> dict[str, float]:
+    """One retention step's cost once it has nothing to delete, over ``kept`` jobs older than
+    the decision window that stay (each has an app) and ``ledger`` ledger rows in the window."""
+    upgrade(url)
+    engine = make_engine(url)
+    sessions = make_session_factory(engine)
+    now = 1_700_000_000_000 // HOUR_MS * HOUR_MS
+    windows = Windows()
+    old = now - int(windows.decision_days * DAY_MS) - 30 * DAY_MS
+    with transaction(sessions) as s:
+        cid = repo.ensure_cluster(s, "bench", ["http://rm:8088"], now).id
+    dropped = max(1, kept // 10)
+    started = time.monotonic()
+    chunk = 10_000
+    total = kept + dropped + 100
+    for first in range(0, total, chunk):
+        ids = range(first, min(first + chunk, total))
+        jobs, apps = [], []
+        for i in ids:
+            at = old + i * 1000
+            if i < kept:  # ran on YARN: kept for good, with its app
+                jobs.append({**_job(i, *ENDED[i % 2], at), "app_id": f"application_1_{i:08d}"})
+                apps.append(_app(i, cid, at))
+            elif i < kept + dropped:  # dropped before submission: goes
+                jobs.append(_job(i, "dropped", None, at))
+            else:  # live
+                jobs.append(_job(i, ("queued", "submitted")[i % 2], None, now - HOUR_MS))
+        steps = [_step(i, j["id"], a, j["submitted_ms"]) for i, j in zip(ids, jobs, strict=True)
+                 for a in STEPS[:2]]  # fmt: skip
+        with transaction(sessions) as s:
+            if apps:
+                s.execute(insert(Application), apps)
+            s.execute(insert(Job), jobs)
+            s.execute(insert(JobDecision), steps)
+    # the newest ``ledger`` rows of ``queues`` queues, all inside the hourly window
+    ticks = -(-ledger // queues)
+    first_ms = now - ticks * 60_000
+    for first in range(0, ledger, 20_000):
+        rows = [
+            _ledger_row(k, cid, queues, first_ms) for k in range(first, min(first + 20_000, ledger))
+        ]
+        with transaction(sessions) as s:
+            s.execute(insert(LedgerEntry), rows)
+    wrote_s = time.monotonic() - started
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    started = time.monotonic()
+    since: dict[str, int] = {}
+    passes = 0
+    while True:
+        with transaction(sessions) as s:
+            step = prune_step(s, windows, now, batch=5000, since=since)
+        passes += 1
+        if not step.more:
+            break
+    catch_up_s = time.monotonic() - started
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    with sessions() as s:
+        left = s.scalar(select(func.count()).select_from(Job)) or 0
+    if left != kept + 100:
+        raise SystemExit(f"retention kept {left} jobs, not the {kept + 100} with an app or live")
+    decision_cut = now - int(windows.decision_days * DAY_MS)
+    hourly_cut = now - int(windows.hourly_days * DAY_MS)
+
+    def timed_step(run: Callable[[Any], object]) -> float:
+        def once() -> None:
+            with transaction(sessions) as s:
+                run(s)
+
+        return _timed(once)
+
+    out = {
+        "kept": kept, "dropped": dropped, "ledger": ledger, "write_s": wrote_s,
+        "catch_up_s": catch_up_s, "steps": passes,
+        "step_s": timed_step(lambda s: prune_step(s, windows, now, batch=5000, since=since)),
+        "jobs_s": timed_step(lambda s: _prune_jobs(s, decision_cut, 5000)),
+        "ledger_s": timed_step(lambda s: _delete_old_ledger(s, hourly_cut, 5000)),
+    }  # fmt: skip
+    engine.dispose()
+    return out
+
+
 @contextmanager
 def _database(db: str, pg_url: str | None) -> Iterator[str | None]:
     """A fresh database URL on ``db`` (None: PostgreSQL without a server URL), removed after."""
-    if db == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp:
-            yield f"sqlite:///{tmp}/b.db"
-        return
-    if not pg_url:
+    if db != "sqlite" and not pg_url:
         yield None
         return
-    admin = create_engine(make_url(pg_url).set(drivername="postgresql+psycopg"),
-                          isolation_level="AUTOCOMMIT")  # fmt: skip
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    engine_url = pg_url if db != "sqlite" else None
+    with tempfile.TemporaryDirectory() as tmp, database(engine_url, tmp, "retention") as url:
+        yield url
 
 
 def main() -> None:
@@ -304,10 +411,22 @@ def main() -> None:
                     help="share of nodes whose usage changes between two polls")  # fmt: skip
     ap.add_argument("--job-decisions", type=int, default=1_000_000,
                     help="job decisions in the scrape part (0: skip it)")  # fmt: skip
+    ap.add_argument("--kept-jobs", type=int, default=None,
+                    help="ended jobs with an app older than the decision window in the steady-"
+                    "state part (default: --job-decisions / 4; 0: skip it)")  # fmt: skip
+    ap.add_argument(
+        "--ledger-rows",
+        type=int,
+        default=None,
+        help="ledger rows in the steady-state part (default: --job-decisions)",
+    )
     ap.add_argument("--pg-url", default=os.environ.get("YARN_SIDECAR_TEST_PG_URL"))
     args = ap.parse_args()
+    kept = args.job_decisions // 4 if args.kept_jobs is None else args.kept_jobs
+    ledger = args.job_decisions if args.ledger_rows is None else args.ledger_rows
     results = {}
     scrapes = {}
+    steady = {}
     for db in args.db.split(","):
         with _database(db, args.pg_url) as url:
             if url is None:
@@ -318,6 +437,10 @@ def main() -> None:
             with _database(db, args.pg_url) as url:
                 assert url is not None
                 scrapes[db] = measure_scrape(url, args.job_decisions)
+        if kept > 0:
+            with _database(db, args.pg_url) as url:
+                assert url is not None
+                steady[db] = measure_steady(url, kept, ledger, args.queues)
     mb = 1024 * 1024
     print(
         f"{args.nodes} nodes, {args.queues} queues, {POLL_S} s poll, {args.node_change:.0%} of "
@@ -332,6 +455,11 @@ def main() -> None:
               f"| {r['retention_30d'] / mb / 1024:,.2f} GB |")  # fmt: skip
     for db, r in results.items():
         print(f"{db}: rows in the hour {r['rows_before']}; after downsampling {r['rows_after']}")
+    _print_scrapes(scrapes)
+    _print_steady(steady)
+
+
+def _print_scrapes(scrapes: dict[str, dict[str, float]]) -> None:
     if not scrapes:
         return
     print()
@@ -344,6 +472,21 @@ def main() -> None:
         print(f"| {db} | {r['decisions']:,.0f} | {r['jobs']:,.0f} | {r['former_s']:.3f} s "
               f"| {r['before_s']:.3f} s | {r['tally_s']:.1f} s in {r['steps']:.0f} steps "
               f"| {r['after_s'] * 1000:.1f} ms |")  # fmt: skip
+
+
+def _print_steady(steady: dict[str, dict[str, float]]) -> None:
+    if not steady:
+        return
+    print()
+    print("A retention step with nothing left to delete, over jobs kept beyond the decision "
+          "window (medians of 3)")  # fmt: skip
+    print("| database | kept jobs | dropped jobs deleted | ledger rows | catch-up "
+          "| whole step | job statements | ledger statements |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for db, r in steady.items():
+        print(f"| {db} | {r['kept']:,.0f} | {r['dropped']:,.0f} | {r['ledger']:,.0f} "
+              f"| {r['catch_up_s']:.1f} s in {r['steps']:.0f} steps | {r['step_s'] * 1000:.1f} ms "
+              f"| {r['jobs_s'] * 1000:.1f} ms | {r['ledger_s'] * 1000:.1f} ms |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -43,7 +43,15 @@ from app.db.models import Base, partial_index
 # The rows ``/metrics`` still counts one by one (``job_tallies`` holds the rest): the predicate of
 # the partial indexes on ``jobs`` and ``job_decisions``, which the queries repeat word for word.
 UNTALLIED_SQL = "tallied_ms IS NULL"
-
+# The jobs retention may delete once they are old enough: ended and tallied (only an ended job is
+# tallied, and an ended job never changes state again) and never given a YARN application (a job
+# with an app stays, as its application row does, for the what-if tool's deadlines and Promise's
+# estimator). The predicate of ``ix_jobs_prunable``, which ``app.db.retention`` repeats word for
+# word, so a retention step reads only the rows it can delete, not the kept history. "NOT (app_id
+# IS NOT NULL)", not "app_id IS NULL": SQLite takes an IS NULL term to the unique index on
+# ``app_id``, which it believes returns one row (it returns every job without an app), and would
+# walk and sort those instead; PostgreSQL reads both forms alike.
+PRUNABLE_SQL = "NOT (app_id IS NOT NULL) AND tallied_ms IS NOT NULL"
 
 
 class Job(Base):
@@ -58,6 +66,7 @@ class Job(Base):
         # request, and must neither replay nor reveal that user's job.
         UniqueConstraint("idempotency_owner", "idempotency_key"),
         partial_index("ix_jobs_untallied", UNTALLIED_SQL, "state", "met_deadline"),
+        partial_index("ix_jobs_prunable", PRUNABLE_SQL, "updated_ms", "id"),
     )
 
     # A random hex id, not a counter: the RM tag ``sidecar-job:<id>`` must never match an app of
@@ -114,6 +123,9 @@ class JobDecision(Base):
         # Retention's delete of a decision finds the steps that point at it by this index.
         Index("ix_job_decisions_round", "round_id"),
         partial_index("ix_job_decisions_untallied", UNTALLIED_SQL, "id"),
+        # Retention deletes decisions by their own age, oldest first, through this index: a step
+        # reads the decisions it deletes, not those of the jobs kept beyond the window.
+        Index("ix_job_decisions_created", "created_ms", "id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -162,7 +174,8 @@ class EstimatorObservation(Base):
     __tablename__ = "estimator_observations"
     __table_args__ = (
         Index("ix_estimator_observations_observed", "observed_ms"),
-        # Retention's delete of an ended job finds the observation naming it by this index.
+        # A job's delete (retention) looks for the observations naming it (``ON DELETE SET
+        # NULL``) by this index, not by a scan of the table.
         Index("ix_estimator_observations_job", "job_id"),
     )
 

@@ -19,13 +19,19 @@ holds locks for long (the poller and the API keep writing meanwhile):
 * ``jobs`` and ``job_decisions`` are first counted out of ``/metrics``' per-row counts: every job
   decision, and every ended job an hour after its last change (``TALLY_SETTLE_MS``), is added to
   ``job_tallies`` and stamped ``tallied_ms`` in one transaction, so a scrape counts only the rows
-  not stamped yet. Beyond the decision window an ended job's decisions go, and the job itself
-  unless Promise's estimator learns from it (a learned or censored observation of its app joins
-  the job for its signature, grant and start-up) or TRACK_JOB has yet to consider its app. A
-  pruned job is unknown to ``GET /jobs/{id}``, and its idempotency key may make a new job.
+  not stamped yet. Beyond the decision window a job decision goes by its own age, once its job
+  has ended and both are stamped. A job given a YARN application (``app_id`` set) keeps its row
+  for good, as ``applications`` keeps the app's: the what-if tool reads its deadline from it and
+  Promise's estimator joins it with the runs it learned from. A job never given one (dropped,
+  refused or cancelled before submission) goes once ended and unchanged for the decision window,
+  found through a partial index holding only such rows (``PRUNABLE_SQL``), so a step reads the
+  rows it deletes and never the kept history. A pruned job is unknown to ``GET /jobs/{id}``, and
+  its idempotency key may make a new job; a kept job whose decisions went answers a replayed
+  ``POST /jobs`` without its first decision.
 * ``ledger_entries`` (one row per queue and controller interval) are kept for the hourly window,
   except each queue's newest row: the ledger continues from the newest row's end and from its
-  state in ``policy_states``, and ``/metrics`` reads each queue's debt from its newest row.
+  state in ``policy_states``, and ``/metrics`` reads each queue's debt from its newest row. They
+  are read cluster by cluster through ``ix_ledger_entries_cluster_end``.
 """
 
 from __future__ import annotations
@@ -34,13 +40,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, text, update
+from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session, aliased
 
 from app.db import observe_repo
 from app.db.control_models import LedgerEntry
-from app.db.jobs_models import UNTALLIED_SQL, EstimatorObservation, Job, JobDecision
-from app.db.models import Application, ClusterSample, Decision, NodeSample, PollRecord, QueueSample
+from app.db.jobs_models import PRUNABLE_SQL, UNTALLIED_SQL, Job, JobDecision
+from app.db.models import Cluster, ClusterSample, Decision, NodeSample, PollRecord, QueueSample
 from app.domain.tags import FINAL_STATES
 
 HOUR_MS = 3_600_000
@@ -292,49 +298,44 @@ def _tally_jobs(session: Session, now_ms: int, limit: int) -> int:
     return max(len(steps), len(jobs))
 
 
-def _ended_before(cutoff_ms: int) -> tuple[Any, ...]:
-    """Jobs that ended, were tallied and last changed before ``cutoff_ms``. The range is on the
-    submission (``ix_jobs_submitted``): a job changes only after it is submitted."""
-    return (
-        Job.submitted_ms < cutoff_ms,
-        Job.updated_ms < cutoff_ms,
-        Job.state.in_(FINAL_STATES),
-        Job.tallied_ms.is_not(None),
-    )
-
-
 def _prune_jobs(session: Session, cutoff_ms: int, limit: int) -> tuple[int, int]:
-    """Delete up to ``limit`` tallied decisions of jobs that ended before ``cutoff_ms``, then up
-    to ``limit`` such jobs left without decisions, except those the estimators need; returns
-    (decisions, jobs) deleted."""
+    """Delete up to ``limit`` job decisions made before ``cutoff_ms`` and up to ``limit`` jobs
+    never given an app that last changed before it (both ended and tallied); returns (decisions,
+    jobs) deleted."""
+    owner = aliased(Job)
+    # Oldest first along ``ix_job_decisions_created``: the rows a step walks are the ones it
+    # deletes, bar the few of jobs still running (or ended in the last hour) that old.
     step_ids = (
         select(JobDecision.id)
-        .join(Job, Job.id == JobDecision.job_id)
-        .where(*_ended_before(cutoff_ms), JobDecision.tallied_ms.is_not(None))
-        .order_by(JobDecision.id)
+        .where(
+            JobDecision.created_ms < cutoff_ms,
+            JobDecision.tallied_ms.is_not(None),
+            exists().where(
+                owner.id == JobDecision.job_id,
+                owner.state.in_(FINAL_STATES),
+                owner.tallied_ms.is_not(None),
+            ),
+        )
+        .order_by(JobDecision.created_ms, JobDecision.id)
         .limit(limit)
     )
-    gone = JobDecision.id.in_(step_ids.scalar_subquery())
-    steps = session.execute(delete(JobDecision).where(gone))
-    seen = aliased(EstimatorObservation)
-    # Promise rebuilds its estimator from every learned or censored observation joined with its
-    # job (``app.db.promise_history``): without the job the same history gives another estimate.
-    learned_from = exists().where(
-        seen.app_id == Job.app_id, or_(seen.learned.is_(True), seen.censored.is_(True))
+    steps = session.execute(
+        delete(JobDecision).where(JobDecision.id.in_(step_ids.scalar_subquery()))
     )
-    # TRACK_JOB learns from an ended job's app once it settles (``jobs_repo.unlearned_job_apps``).
-    to_learn = and_(
-        exists().where(Application.app_id == Job.app_id),
-        ~exists().where(seen.app_id == Job.app_id),
-    )
+    # Only jobs without an app: one with an app keeps its row for good (the module's docstring).
+    # ``ix_jobs_prunable`` holds only those, once ended and tallied; the engines use it because
+    # the WHERE repeats its predicate word for word. No other indexed term here (a tallied job
+    # has ended): SQLite could take it to another index and read the jobs kept.
     job_ids = (
         select(Job.id)
         .where(
-            *_ended_before(cutoff_ms),
-            ~exists().where(JobDecision.job_id == Job.id),
-            or_(Job.app_id.is_(None), and_(~learned_from, ~to_learn)),
+            text(PRUNABLE_SQL),
+            Job.updated_ms < cutoff_ms,
+            # A decision still here goes with its job (``ON DELETE CASCADE``), so only once it is
+            # tallied and every counter keeps it; the next step tallies it and takes the job.
+            ~exists().where(JobDecision.job_id == Job.id, JobDecision.tallied_ms.is_(None)),
         )
-        .order_by(Job.submitted_ms, Job.id)
+        .order_by(Job.updated_ms, Job.id)
         .limit(limit)
     )
     jobs = session.execute(delete(Job).where(Job.id.in_(job_ids.scalar_subquery())))
@@ -342,19 +343,28 @@ def _prune_jobs(session: Session, cutoff_ms: int, limit: int) -> tuple[int, int]
 
 
 def _delete_old_ledger(session: Session, cutoff_ms: int, limit: int) -> int:
-    """Ledger rows that ended before ``cutoff_ms`` and have a later row of the same queue (found
-    by the unique key on cluster, queue and start): each queue's newest row stays."""
+    """Up to ``limit`` ledger rows that ended before ``cutoff_ms`` and have a later row of the
+    same queue (found by the unique key on cluster, queue and start): each queue's newest row
+    stays. Cluster by cluster, so each query is a range of ``ix_ledger_entries_cluster_end``
+    (a year of rows at 200 queues is a hundred million: a scan of them all is not bounded)."""
     later = aliased(LedgerEntry)
     newer = exists().where(
         later.cluster_id == LedgerEntry.cluster_id,
         later.queue == LedgerEntry.queue,
         later.start_ms > LedgerEntry.start_ms,
     )
-    ids = (
-        select(LedgerEntry.id)
-        .where(LedgerEntry.end_ms < cutoff_ms, newer)
-        .order_by(LedgerEntry.id)
-        .limit(limit)
-    )
-    result = session.execute(delete(LedgerEntry).where(LedgerEntry.id.in_(ids.scalar_subquery())))
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    deleted = 0
+    for cluster_id in session.scalars(select(Cluster.id).order_by(Cluster.id)).all():
+        if deleted >= limit:
+            break
+        ids = (
+            select(LedgerEntry.id)
+            .where(LedgerEntry.cluster_id == cluster_id, LedgerEntry.end_ms < cutoff_ms, newer)
+            .order_by(LedgerEntry.end_ms)
+            .limit(limit - deleted)
+        )
+        result = session.execute(
+            delete(LedgerEntry).where(LedgerEntry.id.in_(ids.scalar_subquery()))
+        )
+        deleted += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return deleted

@@ -6,11 +6,15 @@ tallies (``job_tallies``) and stamps them ``tallied_ms`` in the same transaction
 the rows not stamped yet, through partial indexes holding only those, and adds the tallies.
 Existing rows start unstamped: they are counted one by one until the first retention pass.
 
-Retention also deletes ended jobs beyond the decision window; deleting one nulls
-``estimator_observations.job_id``, which an index lets it find without scanning the table.
+Retention also deletes, beyond the decision window, job decisions by their own age
+(``ix_job_decisions_created``) and the ended jobs never given a YARN application, through a
+partial index holding only those once tallied (``ix_jobs_prunable``): a step reads the rows it
+deletes, not the jobs kept forever with their applications. Deleting a job makes the database
+look for the ``estimator_observations`` naming it, which an index lets it find without scanning
+the table.
 
-The predicate is written out here (not imported) so this revision never changes; the queries
-repeat it word for word (``app.db.jobs_models.UNTALLIED_SQL``).
+The predicates are written out here (not imported) so this revision never changes; the queries
+repeat them word for word (``app.db.jobs_models.UNTALLIED_SQL``, ``PRUNABLE_SQL``).
 
 Revision ID: 0018
 Revises: 0017
@@ -28,6 +32,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _UNTALLIED = "tallied_ms IS NULL"
+_PRUNABLE = "NOT (app_id IS NOT NULL) AND tallied_ms IS NOT NULL"
 
 # table, index name, columns
 _INDEXES = (
@@ -54,11 +59,22 @@ def upgrade() -> None:
             sqlite_where=sa.text(_UNTALLIED),
             postgresql_where=sa.text(_UNTALLIED),
         )
+    op.create_index(
+        "ix_jobs_prunable",
+        "jobs",
+        ["updated_ms", "id"],
+        unique=False,
+        sqlite_where=sa.text(_PRUNABLE),
+        postgresql_where=sa.text(_PRUNABLE),
+    )
+    op.create_index("ix_job_decisions_created", "job_decisions", ["created_ms", "id"])
     op.create_index("ix_estimator_observations_job", "estimator_observations", ["job_id"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_estimator_observations_job", table_name="estimator_observations")
+    op.drop_index("ix_job_decisions_created", table_name="job_decisions")
+    op.drop_index("ix_jobs_prunable", table_name="jobs")
     for table, name, _ in reversed(_INDEXES):
         op.drop_index(name, table_name=table)
         with op.batch_alter_table(table) as batch:
