@@ -899,13 +899,16 @@ def _try_grant(
     capacity: int,
 ) -> tuple[int, float] | None:
     """``(grant, p)`` of the try of ``t.job`` worth most on at most ``g_max`` vcores now, else
-    None: of the grants its history's works ask for (the smallest grant each of them fits), the
-    one whose chance less the arrivals it crowds out (``_crowded_out``, both in met deadlines,
-    as a top-up's grant is chosen, ``_top_up``) is largest, among those whose chance is at least
-    ``t.min_p``, whose miss is worth risking (``_worth_risking``) and which crowd out fewer
-    arrivals than their chance. The rule before took only the smallest grant with the largest
-    chance and refused the try when that grant crowded out more than its chance, though a
-    narrower one (a smaller chance, a smaller hold) could be worth its place."""
+    None. Only a job worth trying on the grant of its largest chance (``_try_at``) is tried at
+    all; then, of the grants its history's works ask for (the smallest grant each of them
+    fits), it takes the one whose chance less the arrivals it crowds out (``_crowded_out``, both
+    in met deadlines, as a top-up's grant is chosen, ``_top_up``) is largest, among those whose
+    chance is at least ``t.min_p``, whose miss is worth risking (``_worth_risking``) and which
+    crowd out fewer arrivals than their chance. The rule before took only the grant of the
+    largest chance and queued the job when that grant crowded out more than its chance, though
+    a narrower one (a smaller chance, a smaller hold) could be worth its place. Trying narrower
+    grants also when the widest is not worth its miss cost two grid cells a job each
+    (``docs/evaluation.md``, "A try's grant worth most")."""
     j, est = t.job, t.est
     if g_max < 1:
         return None
