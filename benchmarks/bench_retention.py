@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, insert, select, text
+from sqlalchemy.orm import Session, sessionmaker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -258,18 +259,7 @@ def measure_scrape(url: str, decisions: int) -> dict[str, float]:
         former_s = _timed(lambda: _former_job_counts(s))
         before_s = _timed(lambda: observe_repo.snapshot(s, "bench"))
         before = _job_numbers(observe_repo.snapshot(s, "bench"))
-    started = time.monotonic()
-    since: dict[str, int] = {}
-    passes = 0
-    while True:  # the retention loop's steps with its default batch, until none has work left
-        with transaction(sessions) as s:
-            step = prune_step(s, Windows(), now, batch=5000, since=since)
-        passes += 1
-        if not step.more:
-            break
-    tally_s = time.monotonic() - started
-    with engine.begin() as conn:
-        conn.execute(text("ANALYZE"))
+    tally_s, passes, _ = _until_done(engine, sessions, Windows(), now)
     with sessions() as s:
         after_s = _timed(lambda: observe_repo.snapshot(s, "bench"))
         after = _job_numbers(observe_repo.snapshot(s, "bench"))
@@ -354,18 +344,7 @@ def measure_steady(url: str, kept: int, ledger: int, queues: int) -> dict[str, f
     wrote_s = time.monotonic() - started
     with engine.begin() as conn:
         conn.execute(text("ANALYZE"))
-    started = time.monotonic()
-    since: dict[str, int] = {}
-    passes = 0
-    while True:
-        with transaction(sessions) as s:
-            step = prune_step(s, windows, now, batch=5000, since=since)
-        passes += 1
-        if not step.more:
-            break
-    catch_up_s = time.monotonic() - started
-    with engine.begin() as conn:
-        conn.execute(text("ANALYZE"))
+    catch_up_s, passes, since = _until_done(engine, sessions, windows, now)
     with sessions() as s:
         left = s.scalar(select(func.count()).select_from(Job)) or 0
     if left != kept + 100:
@@ -389,6 +368,26 @@ def measure_steady(url: str, kept: int, ledger: int, queues: int) -> dict[str, f
     }  # fmt: skip
     engine.dispose()
     return out
+
+
+def _until_done(
+    engine: Any, sessions: sessionmaker[Session], windows: Windows, now: int
+) -> tuple[float, int, dict[str, int]]:
+    """The retention loop's steps with its default batch until none has work left, then fresh
+    planner statistics: (seconds, steps, where each downsampling scan resumes)."""
+    started = time.monotonic()
+    since: dict[str, int] = {}
+    passes = 0
+    while True:
+        with transaction(sessions) as s:
+            step = prune_step(s, windows, now, batch=5000, since=since)
+        passes += 1
+        if not step.more:
+            break
+    seconds = time.monotonic() - started
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    return seconds, passes, since
 
 
 @contextmanager
