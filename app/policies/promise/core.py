@@ -689,8 +689,8 @@ def _top_up(
         expected.remove(_release(j, est, g, now_s, am, div, central=True))
         spare = avail + g + am  # free without this job
         runs = len(works) + 1  # k of the n runs fit: a chance of k / (n + 1)
-        larger = (min_grant(j.tasks, limit, w / j.tasks, due - now_s, div) for w in works)
-        candidates = sorted({g} | {x for x in larger if x is not None and g < x <= top})
+        asked = _asked_grants(j, works, limit, due, now_s, div)
+        candidates = sorted({g} | {x for x in asked if g < x <= top})
         fitting = {x: _fits(j, works, due, now_s, x, div) for x in candidates}
         best, best_worth = g, -math.inf
         for grant in candidates:
@@ -885,6 +885,15 @@ def _try_at(
     return (g, p) if worth else None
 
 
+def _asked_grants(
+    j: WaitingJob, works: Sequence[float], limit: int, due: float, now_s: float, div: bool
+) -> set[int]:
+    """The grants of at most ``limit`` vcores that ``works`` ask for: for each, the smallest on
+    which a run of that work meets ``due`` from ``now_s`` (none where no grant does)."""
+    grants = (min_grant(j.tasks, limit, w / j.tasks, due - now_s, div) for w in works)
+    return {g for g in grants if g is not None}
+
+
 def _try_grant(
     t: _Try,
     g_max: int,
@@ -921,8 +930,8 @@ def _try_grant(
         return top
     due = j.deadline_at - est.overhead_s
     g_top = top[0]
-    larger = (min_grant(j.tasks, g_top, w / j.tasks, due - now_s, div) for w in t.works)
-    candidates = sorted({g_top} | {g for g in larger if g is not None and g < g_top})
+    asked = _asked_grants(j, t.works, g_top, due, now_s, div)
+    candidates = sorted({g_top} | {g for g in asked if g < g_top})
     best: tuple[int, float] | None = None
     best_worth = -math.inf
     n = len(t.works)
