@@ -7,7 +7,10 @@ or leaving changes it. Per history size the table gives the first load (every ob
 and learned: a start-up), a refresh with nothing new, a refresh after one NodeManager (8 vcores)
 left when no run learned had more tasks than the capacity (nothing to relearn), and a full
 rebuild, which is what every capacity change cost before and still costs when a run learned was
-wider than the old or the new capacity.
+wider than the old or the new capacity. The last two columns are what a submission's round
+waits for the estimator while a restart's first load holds it (before, the whole load; now it
+answers queued, ``app.jobs.promise_memory``), and what ``GET /estimator``'s per-signature view
+costs once the estimator is loaded (before, a whole load on every call).
 
 The database is a temp SQLite file (or a PostgreSQL database made from ``--database-url`` and
 dropped after) holding N finished apps of 50 signatures, each with its observation (10 to 400
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +43,7 @@ from app.db.migrate import upgrade
 from app.db.models import Application, Cluster
 from app.db.promise_history import EstimatorCache
 from app.db.session import make_engine, make_session_factory, transaction
+from app.jobs.promise_memory import PromiseMemory
 from app.policies.promise.estimator import EstimatorParams
 
 CAPACITY = 800
@@ -96,9 +101,36 @@ def measure(url: str, n: int) -> dict[str, float]:
             idle = _timed(lambda: cache.refresh(s, CAPACITY))
             node_left = _timed(lambda: cache.refresh(s, CAPACITY - NODE_VCORES))
             rebuild = _timed(lambda: EstimatorCache(params).refresh(s, CAPACITY - NODE_VCORES))
-        return {"first": first, "idle": idle, "node_left": node_left, "rebuild": rebuild}
+        wait, view = _while_loading(sessions)
+        return {
+            "first": first, "idle": idle, "node_left": node_left, "rebuild": rebuild,
+            "wait": wait, "view": view,
+        }  # fmt: skip
     finally:
         engine.dispose()
+
+
+def _while_loading(sessions: sessionmaker[Session]) -> tuple[float, float]:
+    """What a submission's round waits for the estimator while a restart's load holds it (it
+    waited for the whole load before), and ``GET /estimator``'s view once loaded (a whole load
+    on every call before)."""
+    memory = PromiseMemory()
+    with sessions() as loading, sessions() as s:
+        loader = threading.Thread(target=memory.warm, args=(loading, {}, CAPACITY))
+        loader.start()
+        while not memory.loading and loader.is_alive():
+            time.sleep(0.001)
+        t0 = time.perf_counter()
+        with memory.held(unless_loading=True):
+            wait = time.perf_counter() - t0  # a small history may be loaded before it asks
+        loader.join()
+
+        def view() -> None:
+            with memory.held():
+                est = memory.estimator(s, {}, CAPACITY)
+                est.entries(), est.totals()
+
+        return wait, _timed(view)
 
 
 def main() -> None:
@@ -109,15 +141,17 @@ def main() -> None:
     sizes = [int(x) for x in args.observations.split(",")]
     print(f"capacity {CAPACITY} vcores; one NodeManager = {NODE_VCORES} vcores\n")
     print("| observations | first load s | refresh, nothing new ms | "
-          "a NodeManager left ms | full rebuild s |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- |")
+          "a NodeManager left ms | full rebuild s | a submission's wait during the load ms | "
+          "GET /estimator's view ms |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             with database(args.database_url, tmp, f"est{n}") as url:
                 r = measure(url, n)
             print(
                 f"| {n:,} | {r['first']:.2f} | {r['idle'] * 1000:.1f} | "
-                f"{r['node_left'] * 1000:.1f} | {r['rebuild']:.2f} |",
+                f"{r['node_left'] * 1000:.1f} | {r['rebuild']:.2f} | "
+                f"{r['wait'] * 1000:.1f} | {r['view'] * 1000:.1f} |",
                 flush=True,
             )
 

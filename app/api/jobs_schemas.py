@@ -316,6 +316,12 @@ class EstimatorOut(BaseModel):
         "fewer of the sidecar's own start-ups were seen than the quantile needs (seen, needed, "
         "prior_holds).",
     )
+    loading: bool | None = Field(
+        None,
+        description="Promise policy only: true while the estimator is read from the whole "
+        "history (after a restart); signatures and errors are then not shown yet, and a "
+        "submission answers queued until the round after it.",
+    )
 
 
 class ObservationOut(BaseModel):

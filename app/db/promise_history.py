@@ -187,25 +187,30 @@ class EstimatorCache:
     capacity: int = 0
     widest: int = 0  # the most tasks of a run learned since the last rebuild
 
+    def rebuilds(self, capacity: int) -> bool:
+        """Whether a refresh at ``capacity`` learns the whole history again (``refresh``)."""
+        return self.estimator is None or (
+            capacity != self.capacity and self.widest > min(capacity, self.capacity)
+        )
+
     def refresh(self, session: Session, capacity: int) -> Estimator:
         """Bring the estimator up to date with the database and return it. A run's ``maxCPUs``
         is ``min(tasks, capacity)``, so a new capacity rebuilds it in full only when some run
         learned had more tasks than the old or the new capacity: otherwise every ``maxCPUs``
         is its run's tasks either way. A NodeManager joining or leaving changes the capacity,
         and on a large cluster a rebuild reads the whole history under the admission lock."""
-        if self.estimator is None or (
-            capacity != self.capacity and self.widest > min(capacity, self.capacity)
-        ):
-            self.estimator = Estimator(self.params)
+        est = self.estimator
+        if est is None or self.rebuilds(capacity):
+            est = self.estimator = Estimator(self.params)
             self.mark = None
             self.widest = 0
         self.capacity = capacity
         for outcome, mark in _observations(session, self.mark, capacity):
-            self.estimator.learn(outcome)
+            est.learn(outcome)
             self.mark = mark
             self.learned += 1
             self.widest = max(self.widest, outcome.tasks)
-        return self.estimator
+        return est
 
 
 # Arrivals older than five time constants weigh under 1 % of a new one (e^-5): not read.

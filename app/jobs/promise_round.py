@@ -35,14 +35,15 @@ from app.control import floors
 from app.db import jobs_repo, repo
 from app.db.jobs_models import JobDecision
 from app.db.models import Application, ClusterSample, Decision, Queue, QueueSample
-from app.db.promise_history import ArrivalMeter, EstimatorCache, admission_jobs
+from app.db.promise_history import admission_jobs
 from app.domain import tags as t
 from app.domain.model import queue_names
 from app.jobs.eta_plans import EtaPlans, QueuedPlan
+from app.jobs.promise_memory import SHARED, PromiseMemory
 from app.jobs.rounds import (
     AdmissionConfig,
     RoundResult,
-    _record_unknown_capacity,
+    answer_queued,
     apply_decisions,
     capacity,
     submitter,
@@ -50,31 +51,6 @@ from app.jobs.rounds import (
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
 from app.policies.promise import core
-from app.policies.promise.estimator import Estimator, params_from
-
-_CACHES: dict[str, EstimatorCache] = {}
-_METERS: dict[str, ArrivalMeter] = {}
-
-
-def estimator_for(session: Session, values: dict[str, Any], cap: int) -> Estimator:
-    """The estimator as of the database's learned observations (cached per database)."""
-    key = str(session.get_bind().engine.url) + repr(sorted(values.items()))
-    cache = _CACHES.get(key)
-    if cache is None:
-        cache = _CACHES[key] = EstimatorCache(params_from(values))
-    return cache.refresh(session, cap)
-
-
-def arrivals(
-    session: Session, est: Estimator, cap: int, now_ms: int, fresh: Collection[str] = ()
-) -> core.Load:
-    """Recent arrivals of deadline jobs (cached per database, like the estimator); ``fresh``:
-    the jobs this round has just stored."""
-    key = str(session.get_bind().engine.url)
-    meter = _METERS.get(key)
-    if meter is None:
-        meter = _METERS[key] = ArrivalMeter()
-    return meter.refresh(session, est, cap, now_ms, fresh)
 
 
 def foreign_vcores(session: Session, queue: str) -> int:
@@ -133,6 +109,12 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
     return room(total, own.absolute_capacity, max_pct, max(used - own.used_vcores, 0))
 
 
+LOADING = (
+    "queued: Promise is reading its estimator's history after a restart; the round after it "
+    "decides this job"
+)
+
+
 def admitted_floor(session: Session, values: dict[str, Any]) -> int:
     """Vcores the deadline queue must keep: admitted grants plus their AM containers."""
     _, running = admission_jobs(session, holding_only=True)
@@ -149,25 +131,22 @@ def promise_round(
     wanted: Collection[str] = (),
     requester: str | None = None,
     principals: Mapping[str, str | None] | None = None,
+    memory: PromiseMemory = SHARED,
 ) -> RoundResult:
     """One Promise round over every queued and running job; decisions applied and recorded.
 
     ``wanted``: the submissions this round serves, whose decision is recorded even when it is
     "queue" (``requester`` is the one whose decision is also returned alone); ``principals``:
-    who submitted them (``rounds.admission_round``)."""
+    who submitted them (``rounds.admission_round``); ``memory``: the process's estimator and
+    arrival meter. While ``memory`` is loading the whole history (``promise_memory``) the round
+    plans nothing: each submission answers queued, decided by the round after the load."""
     jobs_repo.lock_estimator(session, now_ms)  # one lock order with the learning pass
     cap = capacity(session, cfg)
     result = RoundResult(capacity=cap)
     if cap is None:
-        # Nothing to plan on, but each submission still answers with its first decision stored.
-        for job_id in sorted(wanted):
-            decided = _record_unknown_capacity(session, cfg, job_id, now_ms, principals)
-            result.requester_decisions[job_id] = decided
-            if job_id == requester:
-                result.requester_decision = decided
+        answer_queued(session, cfg, result, wanted, requester, now_ms, principals)
         return result
     values = dict(policy.params)
-    est = estimator_for(session, values, cap)
     waiting, running = admission_jobs(session)
     # the submissions this round serves are at their first round: promised on their bounds
     # (``core._after_wait``), though the round runs a moment after they were submitted
@@ -177,9 +156,15 @@ def promise_round(
     holdable = _holdable(session, cfg, cap, deadline_queue)
     free = max(holdable - foreign - booked, 0)
     now = now_ms / 1000
-    load = arrivals(session, est, cap, now_ms, wanted)
     planner = core.promise_params(values)
-    decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
+    with memory.held(unless_loading=True) as held:
+        if not held:
+            reason = LOADING
+            answer_queued(session, cfg, result, wanted, requester, now_ms, principals, reason)
+            return result
+        est = memory.estimator(session, values, cap)
+        load = memory.arrivals(session, est, cap, now_ms, wanted)
+        decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
     if cfg.promise is not None:
         # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
         # queued; the others are admitted or dropped once this round commits.
@@ -262,6 +247,7 @@ def current_eta(
     now_ms: int,
     recorded: Sequence[JobDecision],
     plans: EtaPlans | None = None,
+    memory: PromiseMemory = SHARED,
 ) -> dict[str, Any] | None:
     """A queued job's ETA as the planner sees it now (read-only: nothing applied or recorded),
     from ``plans``' latest plan while it holds (``app.jobs.eta_plans``); for any other job, the
@@ -272,11 +258,11 @@ def current_eta(
     if state == t.QUEUED:
         policy = dict(cfg.promise)
         if plans is None:
-            made = plan_queued(session, cfg, policy, now_ms)
+            made = plan_queued(session, cfg, policy, now_ms, memory)
             eta = None if made is None else made.etas.get(job_id)
         else:
             eta = plans.eta(
-                job_id, policy, now_ms, lambda: plan_queued(session, cfg, policy, now_ms)
+                job_id, policy, now_ms, lambda: plan_queued(session, cfg, policy, now_ms, memory)
             )
         if eta is not None:
             return eta
@@ -288,22 +274,29 @@ def current_eta(
 
 
 def plan_queued(
-    session: Session, cfg: AdmissionConfig, values: dict[str, Any], now_ms: int
+    session: Session,
+    cfg: AdmissionConfig,
+    values: dict[str, Any],
+    now_ms: int,
+    memory: PromiseMemory = SHARED,
 ) -> QueuedPlan | None:
     """What the planner says now of every queued job (read-only); None while the capacity is
-    unknown."""
+    unknown or ``memory`` is loading the whole history."""
     cap = capacity(session, cfg)
     if cap is None:
         return None
     params = core.promise_params(values)
-    est = estimator_for(session, values, cap)
     waiting, running = admission_jobs(session)
     booked = core.booked_floor(running, params)
     holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
     free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
-    load = arrivals(session, est, cap, now_ms)
     queued = {j.id for j in waiting}
-    decisions = core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load)
+    with memory.held(unless_loading=True) as held:
+        if not held:
+            return None  # the load ends within a round or two; the recorded ETA answers
+        est = memory.estimator(session, values, cap)
+        load = memory.arrivals(session, est, cap, now_ms)
+        decisions = core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load)
     etas = {d.job_id: d.to_dict() for d in decisions if d.job_id in queued}
     return QueuedPlan(now_ms, values, etas)
 

@@ -55,6 +55,7 @@ from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES, FINISHED_GRACE_MS
 from app.jobs.eta_plans import QueuedPlan
 from app.jobs.outcomes import FinishedApp, SidecarJobFacts, job_outcome, tagged_outcome
+from app.jobs.promise_memory import SHARED, PromiseMemory
 from app.policies import registry
 from app.policies.base import AdmissionPolicy
 from app.policies.justice import core as justice
@@ -243,6 +244,7 @@ def admission_round(
     since: RoundMark | None = None,
     new_jobs: Sequence[Job] = (),
     principals: Mapping[str, str | None] | None = None,
+    memory: PromiseMemory = SHARED,
 ) -> RoundResult:
     """Run Algorithm 6 over every queued and running job and apply the decisions.
 
@@ -253,7 +255,8 @@ def admission_round(
     session (requesters too): an incremental round decides them from memory and inserts them
     with their decision applied, where a full round stores them first and reads them back.
     ``principals``: who submitted each requester (the audit label its decision records; every
-    other decision records none)."""
+    other decision records none). ``memory``: the process's Promise estimator and arrival meter
+    (``app.jobs.promise_memory``)."""
     if new_jobs and (requester is not None or requesters):
         raise ValueError("new_jobs are the round's requesters: give them alone")
     wanted = (
@@ -276,17 +279,14 @@ def admission_round(
             wanted=wanted,
             requester=requester,
             principals=principals,
+            memory=memory,
         )
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))
     if result.capacity is None:
         _store(session, new_jobs)
-        for job_id in sorted(wanted):
-            decided = _record_unknown_capacity(session, cfg, job_id, now_ms, principals)
-            result.requester_decisions[job_id] = decided
-            if job_id == requester:
-                result.requester_decision = decided
+        answer_queued(session, cfg, result, wanted, requester, now_ms, principals)
         return result
     key = mark_key(policy, result.capacity, row.version)
     partial = None
@@ -575,30 +575,42 @@ def _params_dict(params: JusticeParams) -> dict[str, Any]:
     }
 
 
-def _record_unknown_capacity(
+# Why a submission's round planned nothing and left it queued (``answer_queued``).
+UNKNOWN_CAPACITY = (
+    "queued: deadline capacity unknown (no NodeManager polled yet and "
+    "YARN_SIDECAR_DEADLINE_CAPACITY_VCORES is 0)"
+)
+
+
+def answer_queued(
     session: Session,
     cfg: AdmissionConfig,
-    job_id: str,
+    result: RoundResult,
+    wanted: Collection[str],
+    requester: str | None,
     now_ms: int,
     principals: Mapping[str, str | None] | None = None,
-) -> JobDecision:
-    reason = (
-        "queued: deadline capacity unknown (no NodeManager polled yet and "
-        "YARN_SIDECAR_DEADLINE_CAPACITY_VCORES is 0)"
-    )
-    return jobs_repo.add_decision(
-        session,
-        JobDecision(
-            **submitter(principals, job_id),
-            job_id=job_id,
-            created_ms=now_ms,
-            action="queue",
-            policy=policy_of(cfg).name,  # under Promise, params are Justice's learning ones
-            cpus=0,
-            reason=reason,
-            numbers={"trigger": "submission", "capacity": None},
-        ),
-    )
+    reason: str = UNKNOWN_CAPACITY,
+) -> None:
+    """A round that plans nothing: each submission it serves still answers with its first
+    decision stored, "queue" for ``reason``; the next round that plans decides it."""
+    for job_id in sorted(wanted):
+        decided = jobs_repo.add_decision(
+            session,
+            JobDecision(
+                **submitter(principals, job_id),
+                job_id=job_id,
+                created_ms=now_ms,
+                action="queue",
+                policy=policy_of(cfg).name,  # under Promise, params are Justice's learning ones
+                cpus=0,
+                reason=reason,
+                numbers={"trigger": "submission", "capacity": result.capacity},
+            ),
+        )
+        result.requester_decisions[job_id] = decided
+        if job_id == requester:
+            result.requester_decision = decided
 
 
 def record_step(

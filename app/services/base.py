@@ -3,7 +3,8 @@ services; ``docs/style.md``).
 
 Time is an argument so tests drive ticks with any clock. ``start(loops=N)`` runs a fixed-rate loop
 (the CLI and tests use it); in the server, ``app.services.runtime`` schedules ``tick()`` instead.
-A tick that raises is logged and the loop goes on: one bad tick never stops the service.
+A tick that raises is logged and the loop goes on: one bad tick never stops the service. While a
+``gate`` is closed (a follower, ``app.services.leader``) a tick runs ``run_gated`` instead.
 """
 
 from __future__ import annotations
@@ -41,9 +42,19 @@ class LoopService(abc.ABC):
     async def run_once(self, now_ms: int) -> None:
         """Do one tick's work as of ``now_ms``."""
 
+    async def run_gated(self, now_ms: int) -> None:
+        """What a tick does while the gate is closed (a follower): nothing unless overridden."""
+        return None
+
     async def tick(self) -> None:
         """One tick with error containment and an overrun warning."""
         if self.gate is not None and not self.gate():
+            try:
+                await self.run_gated(self.clock())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.log.exception("%s tick (gated) failed", self.name)
             return
         started = time.monotonic()
         try:

@@ -6,7 +6,9 @@ database identically after a restart. The RM refuses connections: what is tested
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,7 +25,7 @@ from app.db.session import transaction
 from app.jobs import promise_round
 from app.jobs.promise_round import room
 from app.main import create_app
-from app.policies.promise.estimator import EstimatorParams
+from app.policies.promise.estimator import Estimator, EstimatorParams
 from app.settings import Settings
 from tests.conftest import Db
 from tests.factories import queue
@@ -381,3 +383,83 @@ async def test_a_one_task_job_of_a_new_signature_is_explored_when_others_runs_re
         assert one["eta"]["finish_s"] - one["eta"]["start_s"] == pytest.approx(156.0, abs=0.01)
         two = (await client.post("/jobs", json=body(name="fresh", requested_tasks=2))).json()
         assert two["state"] == "dropped"  # more than learn_cpus vcores: its bound decides
+
+
+def _counted_learning(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every run the estimator learns from here on."""
+    learned: list[int] = []
+    learn = Estimator.learn
+
+    def counted(self: Estimator, outcome: Any) -> Estimator:
+        learned.append(1)
+        return learn(self, outcome)
+
+    monkeypatch.setattr(Estimator, "learn", counted)
+    return learned
+
+
+async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three runs that used a fifth of their window: a new job's bound leaves it room to wait.
+    _plain_runs(
+        db, "batch", tasks=4, deadline_s=100.0, queue="root.deadline", elapsed_ms=20_000,
+        vcore_seconds=80,
+    )  # fmt: skip
+    apps: list[FastAPI] = []
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        service = apps[0].state.sidecar.admission
+        learn = Estimator.learn
+        loading, release = threading.Event(), threading.Event()
+
+        def held_up(self: Estimator, outcome: Any) -> Estimator:
+            loading.set()
+            assert release.wait(30)
+            return learn(self, outcome)
+
+        monkeypatch.setattr(Estimator, "learn", held_up)
+        loader = threading.Thread(target=service.warm)  # what a tick does before its round
+        loader.start()
+        try:
+            assert loading.wait(30)
+            # The load holds the estimator: the submission does not wait for it.
+            posted = (await client.post("/jobs", json=body(name="report-7"))).json()
+            assert posted["state"] == "queued"
+            assert posted["decision"]["reason"] == promise_round.LOADING
+            assert posted["eta"] is None
+            during = (await client.get("/estimator")).json()
+            assert (during["loading"], during["signatures"]) == (True, {})
+        finally:
+            release.set()
+            loader.join()
+        learned = _counted_learning(monkeypatch)
+        # The round after the load decides it, learning nothing again: each run once, as a
+        # restart's full read would have it.
+        await asyncio.to_thread(service._round, service.clock(), "tick")
+        job = (await client.get(f"/jobs/{posted['id']}")).json()
+        assert job["state"] == "admitted", [d["reason"] for d in job["decisions"]]
+        after = (await client.get("/estimator")).json()
+        assert learned == [] and after["loading"] is False
+        batch = next(v for k, v in after["signatures"].items() if k.startswith("n:batch-<n>"))
+        assert batch["samples"] == 3
+
+
+async def test_a_follower_keeps_the_estimator_up_to_date_and_reads_do_not_relearn(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _history(db)
+    apps: list[FastAPI] = []
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        service = apps[0].state.sidecar.admission
+        learned = _counted_learning(monkeypatch)
+        service.gate = lambda: False  # not the leader: no round, no YARN action
+        await service.tick()
+        assert len(learned) == 6 and service.last_round is None
+        # GET /estimator reads the estimator admission plans with: nothing learned again
+        first = (await client.get("/estimator")).json()
+        second = (await client.get("/estimator")).json()
+        assert len(learned) == 6
+        assert first["signatures"] == second["signatures"] and len(first["signatures"]) > 2
+        # a submission's round learns nothing either
+        posted = (await client.post("/jobs", json=body(name="report-9"))).json()
+        assert posted["state"] == "admitted" and len(learned) == 6

@@ -17,11 +17,10 @@ from app.api.deps import SessionDep, StateDep
 from app.api.jobs_schemas import EstimatorOut, ObservationList, ObservationOut
 from app.api.schemas import ms_to_utc
 from app.db import jobs_repo
-from app.db.promise_history import load_estimator
+from app.jobs.promise_memory import SHARED, PromiseMemory
 from app.jobs.promise_round import admitted_floor
 from app.jobs.rounds import AdmissionConfig, capacity, config_from_settings, estimator_summary
 from app.policies.justice.core import EstimatorState
-from app.policies.promise.estimator import params_from
 
 router = APIRouter(tags=["jobs"])
 
@@ -37,7 +36,8 @@ def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
     est = EstimatorState.from_dict(row.state if row else {})
     _, skipped = jobs_repo.observation_counts(session)
     summary = estimator_summary(est, cfg.params)
-    view = _promise_view(session, cfg)
+    memory = state.admission.promise if state.admission is not None else SHARED
+    view = _promise_view(session, cfg, memory)
     return EstimatorOut(
         policy=view.pop("policy", cfg.params.variant),
         smoothing=cfg.params.smoothing,
@@ -58,20 +58,36 @@ def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
     )
 
 
-def _promise_view(session: Session, cfg: AdmissionConfig) -> dict[str, Any]:
-    """Promise's per-signature entries, rebuilt from the database (the same after a restart)."""
+def _promise_view(
+    session: Session, cfg: AdmissionConfig, memory: PromiseMemory
+) -> dict[str, Any]:
+    """Promise's per-signature entries: the estimator admission plans with, brought up to date
+    with the database (the same after a restart, which reads the whole history again). While
+    a load of the whole history is under way they are not shown (``loading``)."""
     if cfg.promise is None:
         return {}
     cap = capacity(session, cfg)
     values = dict(cfg.promise)
-    est = load_estimator(session, params_from(values), cap) if cap is not None else None
-    return {
+    view: dict[str, Any] = {
         "policy": "promise",
-        "signatures": est.entries() if est is not None else {},
-        "prediction_error": est.totals() if est is not None else None,
-        "startup": est.startup() if est is not None else None,
+        "signatures": {},
+        "prediction_error": None,
+        "startup": None,
+        "loading": False,
         "admitted_floor_vcores": admitted_floor(session, values),
     }
+    if cap is None:
+        return view
+    with memory.held(unless_loading=True) as held:
+        if not held:
+            return {**view, "loading": True}
+        est = memory.estimator(session, values, cap)
+        return {
+            **view,
+            "signatures": est.entries(),
+            "prediction_error": est.totals(),
+            "startup": est.startup(),
+        }
 
 
 @router.get("/estimator/observations", response_model=ObservationList)

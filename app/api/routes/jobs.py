@@ -281,8 +281,11 @@ def get_job(state: StateDep, _viewer: Viewer, job_id: JobId) -> JobDetail:
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"job_id: no job {job_id!r}")
         recorded = jobs_repo.decisions_of(session, job_id)
-        plans = state.admission.eta_plans if state.admission is not None else None
-        eta = current_eta(session, cfg, job_id, row.state, clock(), recorded, plans)
+        if state.admission is not None:
+            plans, memory = state.admission.eta_plans, state.admission.promise
+            eta = current_eta(session, cfg, job_id, row.state, clock(), recorded, plans, memory)
+        else:
+            eta = current_eta(session, cfg, job_id, row.state, clock(), recorded)
         decisions = [decision_out(d) for d in recorded]
         return JobDetail(**job_out(row).model_dump(), decisions=decisions, eta=eta)
 

@@ -19,12 +19,14 @@ from app.domain import tags as t
 from app.domain.model import FINAL_APP_STATES
 from app.jobs import first_wave, tick_round
 from app.jobs.eta_plans import EtaPlans
+from app.jobs.promise_memory import PromiseMemory
 from app.jobs.rounds import (
     AdmissionConfig,
     LearnResult,
     RoundMark,
     RoundResult,
     admission_round,
+    capacity,
     learn_pass,
     policy_of,
     record_step,
@@ -102,6 +104,9 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         # The latest plan of the queued jobs' ETAs, for ``GET /jobs/{id}``; admission re-plans at
         # least once an interval, so a reader may answer from a plan that old.
         self.eta_plans = EtaPlans(max_age_ms=round(interval_s * 1000))
+        # Promise's estimator and arrival meter in this process, brought up to date before each
+        # round takes ``_db_lock`` (``warm``).
+        self.promise = PromiseMemory()
 
     @property
     def has_harness(self) -> bool:
@@ -195,6 +200,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                     since=self._mark,
                     new_jobs=[job for _, job in created],
                     principals={job.id: items[i][0].principal for i, job in created},
+                    memory=self.promise,
                 )
                 self.last_round = result
                 if not result.incremental:
@@ -295,6 +301,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             except RMUnavailable as exc:
                 self.log.warning("RM unavailable, first waves are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
+        await asyncio.to_thread(self.warm)
         self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
         if self.options.writes_enabled:
             await self.act()
@@ -331,6 +338,23 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         with self._db_lock, transaction(self.sessions) as session:
             jobs_repo.raise_task_floors(session, floors)
 
+    async def run_gated(self, now_ms: int) -> None:
+        # A follower runs no round but serves submissions: its estimator is kept up to date
+        # here, so its first submission does not read the whole history.
+        await asyncio.to_thread(self.warm)
+
+    def warm(self) -> None:
+        """Bring Promise's estimator up to date without the admission lock (a round then learns
+        only what ends meanwhile); nothing under another policy or before the first poll."""
+        with self.sessions() as session:
+            cfg = self.peek_cfg(session)
+            cap = capacity(session, cfg)
+            if cfg.promise is None or cap is None:
+                return
+            took = self.promise.warm(session, dict(cfg.promise), cap)
+        if took > self.interval_s:
+            self.log.info("Promise's estimator read its history in %.1fs", took)
+
     def _learn(self, now_ms: int) -> LearnResult:
         with self._db_lock, transaction(self.sessions) as session:
             return learn_pass(session, self.current_cfg(session), now_ms)
@@ -342,7 +366,8 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
                 return quiet
         with self._db_lock:
             with transaction(self.sessions) as session:
-                result = admission_round(session, self.current_cfg(session), now_ms, trigger)
+                cfg = self.current_cfg(session)
+                result = admission_round(session, cfg, now_ms, trigger, memory=self.promise)
             self._committed(result)
             return result
 
