@@ -68,7 +68,7 @@ async def measure(url: str, policy: str, waiting: int, reads: int) -> tuple[floa
         database_url=url,
         cluster_name="bench",
         deadline_capacity_vcores=64,
-        admission_policy=policy,  # type: ignore[arg-type]
+        admission_policy=policy,
         auth="none",
         allowed_hosts=("*",),
         log_level="ERROR",  # not the warning that authentication is off, once per cell

@@ -169,7 +169,9 @@ def measure(url: str, nodes: int, queues: int, changing: float) -> dict[str, flo
     }
 
 
-ENDED = (("finished", True), ("finished", False), ("dropped", None), ("killed", False))
+ENDED: tuple[tuple[str, bool | None], ...] = (
+    ("finished", True), ("finished", False), ("dropped", None), ("killed", False),
+)  # fmt: skip
 STEPS = ("queue", "admit", "submit", "finish")
 
 

@@ -190,7 +190,7 @@ async def _cell_async(spec: dict[str, Any]) -> dict[str, Any]:
     from app.yarn.client import RMClient
 
     size = tuple(spec["size"])
-    rm_proc, base = _start_rm(size)  # type: ignore[arg-type]
+    rm_proc, base = _start_rm(size)
     tmp = tempfile.mkdtemp(prefix="bench_scale_")
     url, drop = _new_database(spec["db"], spec.get("pg_url"), tmp)
     result: dict[str, Any] = {"app_module": str(Path(app.__file__).parent)}
@@ -352,7 +352,7 @@ def _fmt_row(label: str, r: dict[str, Any]) -> str:
         return f"{label:<34} every tick failed ({first['wall']:.2f} s): {err[:70]}"
 
     def med(key: str) -> float:
-        return statistics.median(t[key] for t in steady)
+        return float(statistics.median(t[key] for t in steady))
 
     ctl = r.get("controller", {})
     ctl_txt = " ".join(

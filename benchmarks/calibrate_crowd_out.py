@@ -216,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.markdown:
         saved: list[dict[str, Any]] = []
         for path in a.markdown:
-            cells = [{**c, "set": path.stem} for c in json.loads(path.read_text("utf-8"))]
-            print(f"{path.stem}:\n\n{markdown(cells)}\n")
-            saved += cells
+            kept = [{**c, "set": path.stem} for c in json.loads(path.read_text("utf-8"))]
+            print(f"{path.stem}:\n\n{markdown(kept)}\n")
+            saved += kept
         if a.plot is not None:
             plot(saved, a.plot)
         return 0
