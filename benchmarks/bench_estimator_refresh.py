@@ -10,7 +10,8 @@ rebuild, which is what every capacity change cost before and still costs when a 
 wider than the old or the new capacity. The last two columns are what a submission's round
 waits for the estimator while a restart's first load holds it (before, the whole load; now it
 answers queued, ``app.jobs.promise_memory``), and what ``GET /estimator``'s per-signature view
-costs once the estimator is loaded (before, a whole load on every call).
+costs once the estimator is loaded (before, a whole load on every call), and the most memory
+the first load held (it read the whole history into one list before).
 
 The database is a temp SQLite file (or a PostgreSQL database made from ``--database-url`` and
 dropped after) holding N finished apps of 50 signatures, each with its observation (10 to 400
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,22 +103,24 @@ def measure(url: str, n: int) -> dict[str, float]:
             idle = _timed(lambda: cache.refresh(s, CAPACITY))
             node_left = _timed(lambda: cache.refresh(s, CAPACITY - NODE_VCORES))
             rebuild = _timed(lambda: EstimatorCache(params).refresh(s, CAPACITY - NODE_VCORES))
-        wait, view = _while_loading(sessions)
+        wait, view, peak = _while_loading(sessions)
         return {
             "first": first, "idle": idle, "node_left": node_left, "rebuild": rebuild,
-            "wait": wait, "view": view,
+            "wait": wait, "view": view, "peak": peak,
         }  # fmt: skip
     finally:
         engine.dispose()
 
 
-def _while_loading(sessions: sessionmaker[Session]) -> tuple[float, float]:
+def _while_loading(sessions: sessionmaker[Session]) -> tuple[float, float, float]:
     """What a submission's round waits for the estimator while a restart's load holds it (it
-    waited for the whole load before), and ``GET /estimator``'s view once loaded (a whole load
-    on every call before)."""
+    waited for the whole load before), ``GET /estimator``'s view once loaded (a whole load on
+    every call before), and the most memory Python held during that load (MB; ``tracemalloc``,
+    which also slows the load, so it is not the one timed)."""
     memory = PromiseMemory()
     with sessions() as loading, sessions() as s:
         loader = threading.Thread(target=memory.warm, args=(loading, {}, CAPACITY))
+        tracemalloc.start()
         loader.start()
         while not memory.loading and loader.is_alive():
             time.sleep(0.001)
@@ -124,13 +128,15 @@ def _while_loading(sessions: sessionmaker[Session]) -> tuple[float, float]:
         with memory.held(unless_loading=True):
             wait = time.perf_counter() - t0  # a small history may be loaded before it asks
         loader.join()
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
 
         def view() -> None:
             with memory.held():
                 est = memory.estimator(s, {}, CAPACITY)
                 est.entries(), est.totals()
 
-        return wait, _timed(view)
+        return wait, _timed(view), peak
 
 
 def main() -> None:
@@ -142,8 +148,8 @@ def main() -> None:
     print(f"capacity {CAPACITY} vcores; one NodeManager = {NODE_VCORES} vcores\n")
     print("| observations | first load s | refresh, nothing new ms | "
           "a NodeManager left ms | full rebuild s | a submission's wait during the load ms | "
-          "GET /estimator's view ms |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "GET /estimator's view ms | first load's peak memory MB |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             with database(args.database_url, tmp, f"est{n}") as url:
@@ -151,7 +157,7 @@ def main() -> None:
             print(
                 f"| {n:,} | {r['first']:.2f} | {r['idle'] * 1000:.1f} | "
                 f"{r['node_left'] * 1000:.1f} | {r['rebuild']:.2f} | "
-                f"{r['wait'] * 1000:.1f} | {r['view'] * 1000:.1f} |",
+                f"{r['wait'] * 1000:.1f} | {r['view'] * 1000:.1f} | {r['peak']:.0f} |",
                 flush=True,
             )
 
