@@ -110,8 +110,8 @@ def room_now(session: Session, cluster_name: str, queue: str) -> int | None:
 
 
 LOADING = (
-    "queued: Promise is reading its estimator's history after a restart; the round after it "
-    "decides this job"
+    "queued: Promise is reading its estimator's whole history (a restart, or a capacity change "
+    "that relearns it); the round after it decides this job"
 )
 
 
