@@ -48,23 +48,18 @@ class LoopService(abc.ABC):
 
     async def tick(self) -> None:
         """One tick with error containment and an overrun warning."""
-        if self.gate is not None and not self.gate():
-            try:
-                await self.run_gated(self.clock())
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self.log.exception("%s tick (gated) failed", self.name)
-            return
+        gated = self.gate is not None and not self.gate()
+        work = self.run_gated if gated else self.run_once
         started = time.monotonic()
         try:
-            await self.run_once(self.clock())
+            await work(self.clock())
         except asyncio.CancelledError:
             raise
         except Exception:
-            self.log.exception("%s tick failed", self.name)
-        finally:
-            self.ticks += 1
+            self.log.exception("%s tick%s failed", self.name, " (gated)" if gated else "")
+        if gated:
+            return
+        self.ticks += 1
         took = time.monotonic() - started
         if took > self.interval_s:
             self.log.warning(
