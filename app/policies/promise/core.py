@@ -67,8 +67,13 @@ or waste work on real traces:
 * Top-ups (``_top_up``): a job's work does not depend on its grant, so vcores left over after
   every promise and try may go to this round's promised jobs where their history has runs
   longer than the bound (a quantile) and a larger grant would fit them: a grant is worth its
-  chance of meeting the deadline less the arrivals it crowds out. None while a waiting job
-  expects the free vcores (its ETA counts on them), and none without an arrival rate.
+  chance of meeting the deadline less the arrivals it crowds out. A bound from fewer runs than
+  its quantile needs (19 at 0.95) is the largest of them: no run of its history lies above it,
+  though a new one does one time in ``n + 1`` (no less often than ``1 - q``), and by
+  how much none says. Such a job takes all it can use of what is left where that turns away no
+  more arrivals, of any size, than its grant does: a wider grant finishes every run sooner.
+  None while a waiting job expects the free vcores (its ETA counts on them), and none without an
+  arrival rate.
 * Honest early answers: a job whose bound cannot finish by its deadline even with the whole
   cluster from now on is dropped at once with that earliest finish; a job that could still make it
   once running jobs end waits with an ETA (start, finish bound, what it waits for) and is dropped
@@ -698,14 +703,37 @@ def _top_up(
             worth = fitting[grant] / runs - lost
             if worth > best_worth + _EPS:
                 best, best_worth = grant, worth
+        # Beyond its history (module docstring, "Top-ups"): a bound from fewer runs than its
+        # quantile needs is the largest of them, which a new run exceeds one time in n + 1 and
+        # no run of its history says by how much. A wider grant finishes every run sooner, so
+        # where no arrival of any size is expected to be turned away by the difference, the
+        # job takes all it can use of the vcores left.
+        widest = aligned(j.tasks, top, div)
+        beyond = widest > best and _largest_run(est.samples, estimator.params.quantile)
+        note = None
+        if beyond and _any_lost(
+            j, est, widest, load, spare, expected, now_s, am, div, capacity
+        ) <= _any_lost(j, est, best, load, spare, expected, now_s, am, div, capacity) + _EPS:
+            best = widest
+            note = (
+                f"its bound is the largest of its {est.samples} runs, and no arrival is "
+                "expected to need the rest"
+            )
         if best > g:
             avail -= best - g
             grants[j.id] = best
-            notes[j.id] = (
+            notes[j.id] = note or (
                 f"{fitting[best]} of its {len(works)} history runs fit it, {fitting[g]} fit {g}"
             )
         bisect.insort(expected, _release(j, est, best, now_s, am, div, central=True))
     return avail
+
+
+def _largest_run(samples: int, quantile: float) -> bool:
+    """Whether a bound taken as the nearest-rank ``quantile`` of ``samples`` runs is the largest
+    of them (``bound_chance``: ``k = n``, fewer runs than the quantile needs; a bound from no
+    runs too)."""
+    return math.ceil(quantile * samples - 1e-9) >= samples
 
 
 def _release(
@@ -742,6 +770,25 @@ def _hold_lost(
     (``_crowded_out``; ``avail``: what is free beside it now)."""
     hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
     return _crowded_out(load, avail, held, now_s, grant + am, hold_s, est.point, capacity)
+
+
+def _any_lost(
+    j: WaitingJob,
+    est: Estimate,
+    grant: int,
+    load: Load | None,
+    avail: int,
+    held: list[tuple[float, int]],
+    now_s: float,
+    am: int,
+    div: bool,
+    capacity: int,
+) -> float:
+    """``_hold_lost`` counting arrivals of every size, not only those with less work than
+    ``j``: what vcores beyond its history's need cost (``_top_up``). The job is not what they
+    would be traded for, so a larger arrival turned away is a met deadline lost too."""
+    hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
+    return _crowded_out(load, avail, held, now_s, grant + am, hold_s, math.inf, capacity)
 
 
 class _Try(NamedTuple):

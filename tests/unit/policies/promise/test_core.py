@@ -394,7 +394,9 @@ def test_a_hold_is_priced_on_the_arrivals_since_the_round() -> None:
     assert steady == pytest.approx(1.24, abs=0.01) and since == pytest.approx(0.59, abs=0.01)
     assert core._crowded_out(alike, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(since)
     (d,) = core.admit([job], [], 10, 10, 0.0, est, P, alike)
-    assert (d.action, d.cpus) == ("admit", 2)
+    # on 4 vcores: its bound is the largest of its runs, and 4 for 50 s turn away fewer of
+    # these arrivals than 2 for 100 s ("_top_up", beyond its history)
+    assert (d.action, d.cpus) == ("admit", 4)
 
 
 def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
@@ -840,6 +842,34 @@ def test_a_promised_job_gets_idle_vcores_where_its_history_has_longer_runs() -> 
     (d,) = core.admit([job], [], 6, 6, 0.0, est, P, busy)
     assert (d.action, d.cpus) == ("admit", 2)
     # a history with no run above the bound gives it nothing more
+    (d,) = core.admit([job], [], 8, 8, 0.0, _four_task_runs(*([10.0] * 20)), P, calm)
+    assert (d.action, d.cpus) == ("admit", 2)
+
+
+def test_a_bound_from_few_runs_takes_idle_vcores_no_arrival_needs() -> None:
+    # 5 runs of 10 s tasks: fewer than the 19 a 0.95 quantile needs, so the bound is their
+    # largest, 10 s, which a sixth run exceeds one time in six. 2 vcores (two waves) meet a 25 s
+    # deadline and every run fits them, as every run fits 4 (one wave), but a run longer than
+    # all five has 12.5 s a task on 2 and 25 s on 4: where no arrival, of any size, is expected
+    # to be turned away by the other 2, the job takes them.
+    est = _four_task_runs(*([10.0] * 5))
+    job = core.WaitingJob("a", tasks=4, deadline_s=25.0, submitted_s=0.0, keys=K)
+    calm = core.Load(jobs_per_s=0.001, vcores=1.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, calm)
+    assert (d.action, d.cpus, d.finish_s) == ("admit", 4, 10.0)
+    assert d.reason.endswith(
+        "2 more than its bound needs (its bound is the largest of its 5 runs, and no arrival is "
+        "expected to need the rest)"
+    )
+    # arrivals needing 3 vcores at 0.05 a second find 2 of 6 free beside 4, 4 beside 2: it
+    # keeps the 2 its bound needs
+    busy = core.Load(jobs_per_s=0.05, vcores=3.0)
+    (d,) = core.admit([job], [], 6, 6, 0.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
+    # none without an arrival rate, as for any top-up
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P)
+    assert (d.action, d.cpus) == ("admit", 2)
+    # 20 runs make the bound a 0.95 quantile (the 19th): nothing beyond its history is priced
     (d,) = core.admit([job], [], 8, 8, 0.0, _four_task_runs(*([10.0] * 20)), P, calm)
     assert (d.action, d.cpus) == ("admit", 2)
 
