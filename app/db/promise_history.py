@@ -201,7 +201,8 @@ class EstimatorCache:
         is ``min(tasks, capacity)``, so a new capacity rebuilds it in full only when some run
         learned had more tasks than the old or the new capacity: otherwise every ``maxCPUs``
         is its run's tasks either way. A NodeManager joining or leaving changes the capacity,
-        and on a large cluster a rebuild reads the whole history under the admission lock."""
+        and a rebuild reads the whole history (the admission service does that before a round
+        takes the admission lock, ``app.jobs.promise_memory``)."""
         est = self.estimator
         if est is None or self.rebuilds(capacity):
             est = self.estimator = Estimator(self.params)
