@@ -134,6 +134,7 @@ def _while_loading(sessions: sessionmaker[Session]) -> tuple[float, float, float
         def view() -> None:
             with memory.held():
                 est = memory.estimator(s, {}, CAPACITY)
+                assert est is not None  # loaded above, and no warmer set
                 est.entries(), est.totals()
 
         return wait, _timed(view), peak

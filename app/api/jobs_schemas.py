@@ -319,8 +319,8 @@ class EstimatorOut(BaseModel):
     loading: bool | None = Field(
         None,
         description="Promise policy only: true while the estimator is read from the whole "
-        "history (after a restart); signatures and errors are then not shown yet, and a "
-        "submission answers queued until the round after it.",
+        "history (after a restart, or a capacity change that relearns it); signatures and "
+        "errors are then not shown, and a submission answers queued until the round after it.",
     )
 
 

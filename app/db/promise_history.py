@@ -189,11 +189,17 @@ class EstimatorCache:
 
     capacity: int = 0
     widest: int = 0  # the most tasks of a run learned since the last rebuild
+    # False while a read of the whole history has not finished (it failed part way): the next
+    # refresh, which would read the rest, counts as such a read too (``rebuilds``).
+    complete: bool = False
 
     def rebuilds(self, capacity: int) -> bool:
-        """Whether a refresh at ``capacity`` learns the whole history again (``refresh``)."""
-        return self.estimator is None or (
-            capacity != self.capacity and self.widest > min(capacity, self.capacity)
+        """Whether a refresh at ``capacity`` learns the whole history again, or the rest of one
+        that did not finish (``refresh``)."""
+        return (
+            self.estimator is None
+            or not self.complete
+            or (capacity != self.capacity and self.widest > min(capacity, self.capacity))
         )
 
     def refresh(self, session: Session, capacity: int) -> Estimator:
@@ -208,12 +214,14 @@ class EstimatorCache:
             est = self.estimator = Estimator(self.params)
             self.mark = None
             self.widest = 0
+            self.complete = False
         self.capacity = capacity
         for outcome, mark in _observations(session, self.mark, capacity):
             est.learn(outcome)
             self.mark = mark
             self.learned += 1
             self.widest = max(self.widest, outcome.tasks)
+        self.complete = True
         return est
 
 

@@ -11,16 +11,19 @@ run is being learned would outlive the run that changes it.
 After a restart the estimator is read from the whole history: about 13 to 18 s at 100,000
 observations on this project's benchmark machine (``benchmarks/bench_estimator_refresh.py``).
 The admission service brings it up to date before each round takes the admission lock
-(``warm``), so a round finds only the runs learned since; while a load from the whole history
-is under way ``loading`` is set and a submission's round answers queued at once instead of
-holding every other submission behind it (``promise_round.promise_round``).
+(``warm``), so a round finds only the runs learned since. Once its loop runs, it reads the whole
+history only there (``warmer``): a round or a reader that finds it needed (a capacity change
+that relearns, new parameters) asks for that read in a thread of its own and does not wait.
+While it runs ``loading`` is set; a submission's round answers queued at once instead of holding
+every other submission behind it, and the round that next plans takes those jobs as at their
+first round (``take_unplanned``). Readers never wait for the lock: the ETA recorded answers.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,23 +44,45 @@ class PromiseMemory:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.loading = False
+        # Set by a service that reads the whole history in the background (``warm`` in its own
+        # thread): then nobody else does, and whoever finds it needed asks this instead.
+        self.warmer: Callable[[], None] | None = None
         self._caches: dict[str, EstimatorCache] = {}
         self._meters: dict[str, ArrivalMeter] = {}
+        # Submissions answered queued because the history was being read: planned as at their
+        # first round by the round that next plans (``take_unplanned``).
+        self._unplanned: set[str] = set()
+        self._unplanned_lock = threading.Lock()
 
     @contextmanager
-    def held(self, *, unless_loading: bool = False) -> Iterator[bool]:
+    def held(self, *, unless_loading: bool = False, wait: bool = True) -> Iterator[bool]:
         """Hold ``lock``; with ``unless_loading``, give up (yield False, not holding it) as soon
-        as a load from the whole history is seen to hold it."""
+        as a load from the whole history is seen to hold it; without ``wait``, unless it is free
+        now."""
         while True:
             if unless_loading and self.loading:
                 yield False
                 return
-            if self.lock.acquire(timeout=_POLL_S):
+            if self.lock.acquire(timeout=_POLL_S if wait else 0):
                 break
+            if not wait:
+                yield False
+                return
         try:
             yield True
         finally:
             self.lock.release()
+
+    def unplanned(self, job_ids: Collection[str]) -> None:
+        """Remember submissions answered queued while the history was being read."""
+        with self._unplanned_lock:
+            self._unplanned.update(job_ids)
+
+    def take_unplanned(self) -> set[str]:
+        """The submissions answered queued while loading, forgotten here (``unplanned``)."""
+        with self._unplanned_lock:
+            taken, self._unplanned = self._unplanned, set()
+        return taken
 
     def _cache(self, session: Session, values: dict[str, Any]) -> EstimatorCache:
         key = str(session.get_bind().engine.url) + repr(sorted(values.items()))
@@ -66,11 +91,18 @@ class PromiseMemory:
             cache = self._caches[key] = EstimatorCache(params_from(values))
         return cache
 
-    def estimator(self, session: Session, values: dict[str, Any], cap: int) -> Estimator:
+    def estimator(
+        self, session: Session, values: dict[str, Any], cap: int, *, warming: bool = False
+    ) -> Estimator | None:
         """The estimator as of the database's learned observations (the caller holds
-        ``lock``); ``loading`` is set while this reads the whole history."""
+        ``lock``); ``loading`` is set while this reads the whole history. None where that read
+        is needed and a ``warmer`` does it (asked here), unless this is that warm."""
         cache = self._cache(session, values)
-        self.loading = cache.rebuilds(cap)
+        whole = cache.rebuilds(cap)
+        if whole and self.warmer is not None and not warming:
+            self.warmer()
+            return None
+        self.loading = whole
         try:
             return cache.refresh(session, cap)
         finally:
@@ -96,10 +128,10 @@ class PromiseMemory:
         """Bring the estimator up to date outside the admission lock; the seconds it took. A
         load from the whole history (a restart, or a capacity change that relearns) sets
         ``loading`` while it runs."""
-        started = time.monotonic()
         with self.held():
-            self.estimator(session, values, cap)
-        return time.monotonic() - started
+            started = time.monotonic()
+            self.estimator(session, values, cap, warming=True)
+            return time.monotonic() - started
 
 
 # The memory of callers that keep none of their own (tests, one-off reads, the CLI).

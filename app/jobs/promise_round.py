@@ -148,9 +148,6 @@ def promise_round(
         return result
     values = dict(policy.params)
     waiting, running = admission_jobs(session)
-    # the submissions this round serves are at their first round: promised on their bounds
-    # (``core._after_wait``), though the round runs a moment after they were submitted
-    waiting = [replace(j, first_round=True) if j.id in wanted else j for j in waiting]
     foreign = foreign_vcores(session, deadline_queue)
     booked = policy.booked(running)
     holdable = _holdable(session, cfg, cap, deadline_queue)
@@ -158,11 +155,17 @@ def promise_round(
     now = now_ms / 1000
     planner = core.promise_params(values)
     with memory.held(unless_loading=True) as held:
-        if not held:
+        est = memory.estimator(session, values, cap) if held else None
+        if est is None:
+            memory.unplanned(wanted)
             reason = LOADING
             answer_queued(session, cfg, result, wanted, requester, now_ms, principals, reason)
             return result
-        est = memory.estimator(session, values, cap)
+        # The submissions this round serves are at their first round: promised on their bounds
+        # (``core._after_wait``), though the round runs a moment after they were submitted; so
+        # are those answered queued while the history was being read, never planned yet.
+        first = set(wanted) | memory.take_unplanned()
+        waiting = [replace(j, first_round=True) if j.id in first else j for j in waiting]
         load = memory.arrivals(session, est, cap, now_ms, wanted)
         decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
     if cfg.promise is not None:
@@ -291,10 +294,12 @@ def plan_queued(
     holdable = _holdable(session, cfg, cap, cfg.deadline_queue)
     free = max(holdable - foreign_vcores(session, cfg.deadline_queue) - booked, 0)
     queued = {j.id for j in waiting}
-    with memory.held(unless_loading=True) as held:
-        if not held:
-            return None  # the load ends within a round or two; the recorded ETA answers
-        est = memory.estimator(session, values, cap)
+    # A reader never waits for the estimator, nor reads the whole history where the service
+    # does that: its job's recorded ETA answers meanwhile.
+    with memory.held(unless_loading=True, wait=False) as held:
+        est = memory.estimator(session, values, cap) if held else None
+        if est is None:
+            return None
         load = memory.arrivals(session, est, cap, now_ms)
         decisions = core.admit(waiting, running, free, cap, now_ms / 1000, est, params, load)
     etas = {d.job_id: d.to_dict() for d in decisions if d.job_id in queued}

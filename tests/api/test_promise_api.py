@@ -25,6 +25,7 @@ from app.db.session import transaction
 from app.jobs import promise_round
 from app.jobs.promise_round import room
 from app.main import create_app
+from app.policies.promise import core
 from app.policies.promise.estimator import Estimator, EstimatorParams
 from app.settings import Settings
 from tests.conftest import Db
@@ -433,9 +434,19 @@ async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
             release.set()
             loader.join()
         learned = _counted_learning(monkeypatch)
+        planned: list[core.WaitingJob] = []
+        admit = core.admit
+
+        def seen(waiting: list[core.WaitingJob], *args: Any) -> list[core.Decision]:
+            planned.extend(waiting)
+            return admit(waiting, *args)
+
+        monkeypatch.setattr(core, "admit", seen)
         # The round after the load decides it, learning nothing again: each run once, as a
-        # restart's full read would have it.
+        # restart's full read would have it. It plans it as at its first round: the wait was
+        # the sidecar's, not a bet on the job (``core._after_wait``).
         await asyncio.to_thread(service._round, service.clock(), "tick")
+        assert [j.first_round for j in planned if j.id == posted["id"]] == [True]
         job = (await client.get(f"/jobs/{posted['id']}")).json()
         assert job["state"] == "admitted", [d["reason"] for d in job["decisions"]]
         after = (await client.get("/estimator")).json()
@@ -454,6 +465,8 @@ async def test_a_follower_keeps_the_estimator_up_to_date_and_reads_do_not_relear
         learned = _counted_learning(monkeypatch)
         service.gate = lambda: False  # not the leader: no round, no YARN action
         await service.tick()
+        assert service._warming is not None
+        service._warming.join(30)  # its own thread: the tick does not wait for it
         assert len(learned) == 6 and service.last_round is None
         # GET /estimator reads the estimator admission plans with: nothing learned again
         first = (await client.get("/estimator")).json()
@@ -463,3 +476,32 @@ async def test_a_follower_keeps_the_estimator_up_to_date_and_reads_do_not_relear
         # a submission's round learns nothing either
         posted = (await client.post("/jobs", json=body(name="report-9"))).json()
         assert posted["state"] == "admitted" and len(learned) == 6
+
+
+async def test_once_the_loop_runs_a_round_asks_for_the_history_read_and_does_not_do_it(
+    db: Db,
+) -> None:
+    _plain_runs(
+        db, "batch", tasks=4, deadline_s=100.0, queue="root.deadline", elapsed_ms=20_000,
+        vcore_seconds=80,
+    )  # fmt: skip
+    apps: list[FastAPI] = []
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        service = apps[0].state.sidecar.admission
+        asked: list[int] = []
+        # What the loop's first tick sets, with the thread it would start recorded instead:
+        # the estimator has not been read yet, and no round holding the admission lock may.
+        service.promise.warmer = lambda: asked.append(1)
+        posted = (await client.post("/jobs", json=body(name="batch-7"))).json()
+        assert (posted["state"], posted["decision"]["reason"]) == ("queued", promise_round.LOADING)
+        assert asked == [1]
+        est = (await client.get("/estimator")).json()
+        assert est["loading"] is True and len(asked) == 2
+        # a reader of the queued job answers from its recorded decision, asking again
+        job = (await client.get(f"/jobs/{posted['id']}")).json()
+        assert job["state"] == "queued" and len(asked) == 3
+        await asyncio.to_thread(service.warm)  # the thread's work
+        await asyncio.to_thread(service._round, service.clock(), "tick")
+        job = (await client.get(f"/jobs/{posted['id']}")).json()
+        assert job["state"] == "admitted", [d["reason"] for d in job["decisions"]]
+        assert len(asked) == 3

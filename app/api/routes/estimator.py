@@ -63,7 +63,8 @@ def _promise_view(
 ) -> dict[str, Any]:
     """Promise's per-signature entries: the estimator admission plans with, brought up to date
     with the database (the same after a restart, which reads the whole history again). While
-    a load of the whole history is under way they are not shown (``loading``)."""
+    the whole history is being read they are not shown (``loading``); where the admission
+    service reads it in the background, a read that finds it needed asks the service to."""
     if cfg.promise is None:
         return {}
     cap = capacity(session, cfg)
@@ -79,9 +80,9 @@ def _promise_view(
     if cap is None:
         return view
     with memory.held(unless_loading=True) as held:
-        if not held:
+        est = memory.estimator(session, values, cap) if held else None
+        if est is None:
             return {**view, "loading": True}
-        est = memory.estimator(session, values, cap)
         return {
             **view,
             "signatures": est.entries(),

@@ -105,8 +105,11 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         # least once an interval, so a reader may answer from a plan that old.
         self.eta_plans = EtaPlans(max_age_ms=round(interval_s * 1000))
         # Promise's estimator and arrival meter in this process, brought up to date before each
-        # round takes ``_db_lock`` (``warm``).
+        # round takes ``_db_lock`` (``warm``). Once the loop runs, a round or a reader that finds
+        # the whole history to read starts that read in a thread of its own and does not wait.
         self.promise = PromiseMemory()
+        self._warming: threading.Thread | None = None
+        self._warming_lock = threading.Lock()
 
     @property
     def has_harness(self) -> bool:
@@ -301,7 +304,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
             except RMUnavailable as exc:
                 self.log.warning("RM unavailable, first waves are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
-        await asyncio.to_thread(self.warm)
+        await self._warm_here()
         self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
         if self.options.writes_enabled:
             await self.act()
@@ -340,8 +343,33 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
 
     async def run_gated(self, now_ms: int) -> None:
         # A follower runs no round but serves submissions: its estimator is kept up to date
-        # here, so its first submission does not read the whole history.
+        # too, so its first submission does not read the whole history. In a thread of its own,
+        # not awaited: a tick still running when this process takes the lead would make the
+        # scheduler skip the leader's first run (``app.services.runtime``).
+        self.promise.warmer = self.start_warming
+        self.start_warming()
+
+    async def _warm_here(self) -> None:
+        # From the first tick on, this process reads Promise's whole history only in ``warm``.
+        self.promise.warmer = self.start_warming
         await asyncio.to_thread(self.warm)
+
+    def start_warming(self) -> None:
+        """Run ``warm`` in a thread of its own unless one runs (``PromiseMemory.warmer``: a
+        round or a reader found the whole history to read)."""
+        with self._warming_lock:
+            if self._warming is not None and self._warming.is_alive():
+                return
+            self._warming = threading.Thread(
+                target=self._warm_logged, name="promise-warm", daemon=True
+            )
+            self._warming.start()
+
+    def _warm_logged(self) -> None:
+        try:
+            self.warm()
+        except Exception:
+            self.log.exception("Promise's estimator could not be brought up to date")
 
     def warm(self) -> None:
         """Bring Promise's estimator up to date without the admission lock (a round then learns
