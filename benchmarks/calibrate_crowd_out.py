@@ -69,9 +69,9 @@ def _admitting(job_id: str, at_s: float) -> Iterator[None]:
     real = core._hold_lost
     done = False
 
-    def priced(j: core.WaitingJob, *args: Any) -> float:
+    def priced(j: core.WaitingJob, *args: Any, **kw: Any) -> float:
         nonlocal done
-        lost = real(j, *args)
+        lost = real(j, *args, **kw)
         if not done and j.id == job_id and abs(args[5] - at_s) < 1e-9 and lost >= 1.0:
             done = True
             return 0.0

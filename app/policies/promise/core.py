@@ -711,9 +711,10 @@ def _top_up(
         widest = aligned(j.tasks, top, div)
         beyond = widest > best and _largest_run(est.samples, estimator.params.quantile)
         note = None
-        if beyond and _any_lost(
-            j, est, widest, load, spare, expected, now_s, am, div, capacity
-        ) <= _any_lost(j, est, best, load, spare, expected, now_s, am, div, capacity) + _EPS:
+        args = (load, spare, expected, now_s, am, div, capacity)
+        if beyond and _hold_lost(j, est, widest, *args, any_size=True) <= (
+            _hold_lost(j, est, best, *args, any_size=True) + _EPS
+        ):
             best = widest
             note = (
                 f"its bound is the largest of its {est.samples} runs, and no arrival is "
@@ -765,30 +766,17 @@ def _hold_lost(
     am: int,
     div: bool,
     capacity: int,
+    *,
+    any_size: bool = False,
 ) -> float:
     """The arrivals that ``grant`` vcores for ``j`` crowd out over its central hold
-    (``_crowded_out``; ``avail``: what is free beside it now)."""
+    (``_crowded_out``; ``avail``: what is free beside it now). ``any_size``: arrivals of every
+    size count, not only those with less work than ``j``: what vcores beyond its history's need
+    cost (``_top_up``), where the job is not what they would be traded for, so a larger arrival
+    turned away is a met deadline lost too."""
     hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
-    return _crowded_out(load, avail, held, now_s, grant + am, hold_s, est.point, capacity)
-
-
-def _any_lost(
-    j: WaitingJob,
-    est: Estimate,
-    grant: int,
-    load: Load | None,
-    avail: int,
-    held: list[tuple[float, int]],
-    now_s: float,
-    am: int,
-    div: bool,
-    capacity: int,
-) -> float:
-    """``_hold_lost`` counting arrivals of every size, not only those with less work than
-    ``j``: what vcores beyond its history's need cost (``_top_up``). The job is not what they
-    would be traded for, so a larger arrival turned away is a met deadline lost too."""
-    hold_s = waves(j.tasks, grant, div) * est.point / j.tasks
-    return _crowded_out(load, avail, held, now_s, grant + am, hold_s, math.inf, capacity)
+    work = math.inf if any_size else est.point
+    return _crowded_out(load, avail, held, now_s, grant + am, hold_s, work, capacity)
 
 
 class _Try(NamedTuple):
