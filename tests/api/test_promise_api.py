@@ -399,14 +399,18 @@ def _counted_learning(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return learned
 
 
-async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
-    db: Db, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Three runs that used a fifth of their window: a new job's bound leaves it room to wait.
+def _batch_runs(db: Db) -> None:
+    """Three runs that used a fifth of their window: a new job's bound leaves it room to wait."""
     _plain_runs(
         db, "batch", tasks=4, deadline_s=100.0, queue="root.deadline", elapsed_ms=20_000,
         vcore_seconds=80,
     )  # fmt: skip
+
+
+async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _batch_runs(db)
     apps: list[FastAPI] = []
     async with _client(db, startup_s=0.0, apps=apps) as client:
         service = apps[0].state.sidecar.admission
@@ -481,10 +485,7 @@ async def test_a_follower_keeps_the_estimator_up_to_date_and_reads_do_not_relear
 async def test_once_the_loop_runs_a_round_asks_for_the_history_read_and_does_not_do_it(
     db: Db,
 ) -> None:
-    _plain_runs(
-        db, "batch", tasks=4, deadline_s=100.0, queue="root.deadline", elapsed_ms=20_000,
-        vcore_seconds=80,
-    )  # fmt: skip
+    _batch_runs(db)
     apps: list[FastAPI] = []
     async with _client(db, startup_s=0.0, apps=apps) as client:
         service = apps[0].state.sidecar.admission
