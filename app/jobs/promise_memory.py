@@ -85,7 +85,7 @@ class PromiseMemory:
         return taken
 
     def _cache(self, session: Session, values: dict[str, Any]) -> EstimatorCache:
-        key = str(session.get_bind().engine.url) + repr(sorted(values.items()))
+        key = _database(session) + repr(sorted(values.items()))
         cache = self._caches.get(key)
         if cache is None:
             cache = self._caches[key] = EstimatorCache(params_from(values))
@@ -118,7 +118,7 @@ class PromiseMemory:
     ) -> core.Load:
         """Recent arrivals of deadline jobs (the caller holds ``lock``); ``fresh``: the jobs
         this round has just stored."""
-        key = str(session.get_bind().engine.url)
+        key = _database(session)
         meter = self._meters.get(key)
         if meter is None:
             meter = self._meters[key] = ArrivalMeter()
@@ -132,6 +132,11 @@ class PromiseMemory:
             started = time.monotonic()
             self.estimator(session, values, cap, warming=True)
             return time.monotonic() - started
+
+
+def _database(session: Session) -> str:
+    """Which database ``session`` reads: a memory kept by no service may serve several."""
+    return str(session.get_bind().engine.url)
 
 
 # The memory of callers that keep none of their own (tests, one-off reads, the CLI).

@@ -158,8 +158,7 @@ def promise_round(
         est = memory.estimator(session, values, cap) if held else None
         if est is None:
             memory.unplanned(wanted)
-            reason = LOADING
-            answer_queued(session, cfg, result, wanted, requester, now_ms, principals, reason)
+            answer_queued(session, cfg, result, wanted, requester, now_ms, principals, LOADING)
             return result
         # The submissions this round serves are at their first round: promised on their bounds
         # (``core._after_wait``), though the round runs a moment after they were submitted; so

@@ -697,9 +697,10 @@ def _top_up(
         asked = _asked_grants(j, works, limit, due, now_s, div)
         candidates = sorted({g} | {x for x in asked if g < x <= top})
         fitting = {x: _fits(j, works, due, now_s, x, div) for x in candidates}
+        beside = (load, spare, expected, now_s, am, div, capacity)  # what every grant is priced on
         best, best_worth = g, -math.inf
         for grant in candidates:
-            lost = _hold_lost(j, est, grant, load, spare, expected, now_s, am, div, capacity)
+            lost = _hold_lost(j, est, grant, *beside)
             worth = fitting[grant] / runs - lost
             if worth > best_worth + _EPS:
                 best, best_worth = grant, worth
@@ -711,9 +712,8 @@ def _top_up(
         widest = aligned(j.tasks, top, div)
         beyond = widest > best and _largest_run(est.samples, estimator.params.quantile)
         note = None
-        args = (load, spare, expected, now_s, am, div, capacity)
-        if beyond and _hold_lost(j, est, widest, *args, any_size=True) <= (
-            _hold_lost(j, est, best, *args, any_size=True) + _EPS
+        if beyond and _hold_lost(j, est, widest, *beside, any_size=True) <= (
+            _hold_lost(j, est, best, *beside, any_size=True) + _EPS
         ):
             best = widest
             note = (
