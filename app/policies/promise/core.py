@@ -37,33 +37,34 @@ or waste work on real traces:
   every grant with all idle capacity, which finishes admitted jobs early but leaves no room for
   the next arrivals, whose deadlines start at their own submission ("Top-ups" below is the
   priced version).
-* Arrivals it would crowd out (``LoadMeter``, ``_crowded_out``): SDR counts jobs, and a long job
-  on most of the cluster can cost dozens of later short ones. A job waits while the arrivals it is
+* Arrivals it would crowd out (``LoadMeter``, ``_crowded_out``): SDR counts jobs, and a long job on
+  most of the cluster can cost dozens of later short ones. A job waits while the arrivals it is
   expected to push out number one or more. The recent arrivals (their rate over the time the meter
   has watched, and each one's need and central work, ``Sizes``) are taken as a multi-rate loss
   system: each arrival needs its vcores at once and holds them for its run, and is lost when they
-  are not free. Its occupancy has a product form (Kaufman 1981; Roberts 1981), so what a hold
-  costs is how much more often arrivals are blocked on the vcores left beside it; none counts as
-  better off for it (in a loss system small arrivals find more room where large ones no longer
-  fit, but in the cluster the large ones wait or come back). Those vcores grow as running jobs
-  end: what is free now plus what each running or just admitted job releases at its central end,
-  the hold and the arrivals being expectations too (at the bounded ends the ETAs plan on, every
-  running job of a pooled bound held its vcores to its deadline, and on the held-out slice after
-  6,000 jobs the goal held in 106 cells instead of 109). The running jobs are the arrivals that
-  came before the round, so only those since occupy the loss system: ``t`` seconds in, one that
-  runs ``d`` seconds is there for ``min(d, t)`` of them (``_occupancy``, read once per doubling
-  band of ``t``). Read as the steady system from the round, the arrivals were counted twice, as
-  running jobs and as the arrivals that replace them. Only arrivals with less central work than
-  the held job are counted, and only they occupy: a larger arrival is no better use of the vcores
-  (SDR counts jobs), and one like the held job meets the same test when it comes. An arrival that
-  can wait until the hold ends is not lost: the share of recent arrivals whose slack (how long
-  each could wait and still finish on its full parallelism) is shorter than that wait is what
-  counts. Counting arrivals as a fluid against their mean demand erred both ways
-  (``docs/evaluation.md``, "The crowd-out estimate, hold by hold"): it counted nothing lost once
-  the spare covered the mean, though arrivals with no slack block each other at random; and it
-  counted arrivals like the held job, which the same rule then held back in turn. On the
-  evaluation's grid the loss system met the goal in 107 of 112 cells instead of 103 ("Crowd-out as
-  a loss system").
+  are not free. Its occupancy has a product form (Kaufman 1981; Roberts 1981), so what a hold costs
+  is how much more often arrivals are blocked on the vcores left beside it; none counts as better
+  off for it (in a loss system small arrivals find more room where large ones no longer fit, but in
+  the cluster the large ones wait or come back). Those vcores grow as running jobs end: what is free
+  now plus what each running or just admitted job releases at its central end, the hold and the
+  arrivals being expectations too (at the bounded ends the ETAs plan on, every running job of a
+  pooled bound held its vcores to its deadline, and on the held-out slice after 6,000 jobs the goal
+  held in 106 cells instead of 109); a running job already past its central end, no longer as likely
+  to have ended as not, releases them at its bounded end (counted as ending at once, a few such jobs
+  left a hold's arrivals vcores the cluster did not have). The running jobs are the arrivals that
+  came before the round, so only those since occupy the loss system: ``t`` seconds in, one that runs
+  ``d`` seconds is there for ``min(d, t)`` of them (``_occupancy``, read once per doubling band of
+  ``t``). Read as the steady system from the round, the arrivals were counted twice, as running jobs
+  and as the arrivals that replace them. Only arrivals with less central work than the held job are
+  counted, and only they occupy: a larger arrival is no better use of the vcores (SDR counts jobs),
+  and one like the held job meets the same test when it comes. An arrival that can wait until the
+  hold ends is not lost: the share of recent arrivals whose slack (how long each could wait and
+  still finish on its full parallelism) is shorter than that wait is what counts. Counting arrivals
+  as a fluid against their mean demand erred both ways (``docs/evaluation.md``, "The crowd-out
+  estimate, hold by hold"): it counted nothing lost once the spare covered the mean, though arrivals
+  with no slack block each other at random; and it counted arrivals like the held job, which the
+  same rule then held back in turn. On the evaluation's grid the loss system met the goal in 107 of
+  112 cells instead of 103 ("Crowd-out as a loss system").
 * Top-ups (``_top_up``): a job's work does not depend on its grant, so vcores left over after
   every promise and try may go to this round's promised jobs where their history has runs
   longer than the bound (a quantile) and a larger grant would fit them: a grant is worth its
@@ -400,9 +401,10 @@ def admit(
     # (bounded end, vcores) of every running job, then also of each one admitted or tried this
     # round, in time order once the running jobs are in: what promises and ETAs plan on
     held: list[tuple[float, int]] = []
-    # the same at their central ends, when each is as likely to have ended as not: what the
-    # arrivals a hold crowds out can expect to find (an expectation, as the hold is), and what
-    # decides whether waiting for a promise is a bet worth making ("Tries")
+    # the same at their central ends, when each is as likely to have ended as not (a running
+    # job already past its central end: at its bounded end): what the arrivals a hold crowds
+    # out can expect to find (an expectation, as the hold is), and what decides whether
+    # waiting for a promise is a bet worth making ("Tries")
     expected: list[tuple[float, int]] = []
     for r in running:
         est = _estimate(estimator, r.keys, r.tasks, r.deadline_s, capacity)
@@ -437,7 +439,11 @@ def admit(
                 continue
         held.append((end_u, r.cpus + am))
         task_c = max(est.point / r.tasks, r.task_floor_s)
-        expected.append((max(now_s, r.started_s + est.overhead_s + w * task_c), r.cpus + am))
+        end_c = r.started_s + est.overhead_s + w * task_c
+        # Past its central end a job is no longer as likely to have ended as not, and no run
+        # says when it will: the end it is still known to keep is its bound's (counted as
+        # ending now, its vcores were free to every arrival priced beside a hold)
+        expected.append((end_c if end_c > now_s else end_u, r.cpus + am))
 
     cands: list[tuple[float, float, str, WaitingJob, Estimate, int]] = []
     # Jobs whose bound misses the deadline but that may still meet it (``_tries``).

@@ -1106,3 +1106,24 @@ def test_a_try_takes_the_grant_whose_chance_less_its_crowd_out_is_largest() -> N
     # At 0.05 a second it crowds out 0.225 and is worth 0.575: the wider grant.
     (d,) = core.admit([job], [], 6, 6, 0.0, est, P, load=core.Load(jobs_per_s=0.05, vcores=4.0))
     assert (d.action, d.cpus) == ("admit", 4) and "80% of its history fits" in d.reason
+
+
+def test_a_running_job_past_its_central_end_releases_at_its_bound() -> None:
+    est = _taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores
+    for i in range(19):  # r's signature: 18 runs used 0.1 of their window, one 0.5
+        ratio = 0.5 if i == 0 else 0.1
+        est.learn(Outcome(OTHER, tasks=10, work=ratio * 2000.0, deadline_s=200.0, max_cpus=10))
+    busy = core.Load(jobs_per_s=0.1, vcores=9.0)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=50.0, keys=K)
+    # r is bounded to end at 200 s and centred at 20 s (its ratios, over a 400 s window). At
+    # 10 s it is expected at 20 s, so the arrivals beside a's hold find its 10 vcores 10 s on.
+    young = core.RunningJob("r", 10, 400.0, 0.0, 0.0, 10, OTHER, task_floor_s=10.0)
+    early = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=10.0, keys=K)
+    (d,) = core.admit([early], [young], 10, 20, 10.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
+    # At 50 s its tasks have run 50 s without ending, past its centre: it is expected at its
+    # bound, 200 s (not at once), so for all of a's 100 s hold the arrivals find 8 vcores where
+    # they need 9.
+    old = core.RunningJob("r", 10, 400.0, 0.0, 0.0, 10, OTHER, task_floor_s=50.0)
+    (d,) = core.admit([job], [old], 10, 20, 50.0, est, P, busy)
+    assert d.action == "queue" and "crowd out about 1.1" in d.reason
