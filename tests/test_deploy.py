@@ -54,7 +54,10 @@ def test_the_dockerfile_runs_unprivileged_checks_ready_and_copies_only_the_packa
     ignore = (REPO / ".dockerignore").read_text().splitlines()
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
     assert ignore[ignore.index("*")] == "*" and copied == allowed == {
-        "pyproject.toml", "README.md", "app", "migrations",
+        "pyproject.toml",
+        "README.md",
+        "app",
+        "migrations",
     }
 
 
@@ -63,7 +66,9 @@ def test_the_systemd_unit_is_hardened() -> None:
     assert analyze, "scripts/bootstrap installs systemd (systemd-analyze)"
     rated = subprocess.run(
         [analyze, "security", "--offline=true", "--threshold=20", "--no-pager", str(UNIT)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     # exposure is printed 0.0 to 10.0; the threshold is in tenths: fail above 2.0
     assert rated.returncode == 0, rated.stdout[-2000:] + rated.stderr
@@ -74,7 +79,8 @@ def test_the_systemd_unit_is_hardened() -> None:
     )
     # only the executable of an installation this machine does not have may be reported
     problems = [
-        line for line in checked.stderr.splitlines()
+        line
+        for line in checked.stderr.splitlines()
         if line.strip() and "/opt/yarn-sidecar/bin/yarn-sidecar" not in line
     ]
     assert problems == [], checked.stderr
@@ -86,11 +92,14 @@ def image() -> Iterator[dict[str, object]]:
         pytest.fail("the image build needs root, buildah and mmdebstrap (scripts/bootstrap)")
     subprocess.run(
         [str(REPO / "scripts" / "build-image"), "--debian-base", "--tag", TAG],
-        check=True, timeout=900,
+        check=True,
+        timeout=900,
     )
     inspected = subprocess.run(
         [*BUILDAH, "inspect", "--type", "image", TAG],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     yield json.loads(inspected.stdout)["Docker"]["config"]
 
@@ -118,9 +127,7 @@ def test_the_image_builds_and_serves_as_an_unprivileged_user(
     assert image["Entrypoint"] == ["yarn-sidecar"] and image["Cmd"] == ["serve"]
     check = image["Healthcheck"]
     assert isinstance(check, dict) and any("/ready" in part for part in check["Test"])
-    ident = subprocess.run(
-        _run(container, "id", "-u"), check=True, capture_output=True, text=True
-    )
+    ident = subprocess.run(_run(container, "id", "-u"), check=True, capture_output=True, text=True)
     assert ident.stdout.strip() == "10001"
     version = subprocess.run(
         _run(container, "yarn-sidecar", "--version"), check=True, capture_output=True, text=True
@@ -136,7 +143,9 @@ def test_the_image_builds_and_serves_as_an_unprivileged_user(
     }
     served = subprocess.Popen(
         _run(container, "yarn-sidecar", "serve", env=env),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -146,7 +155,9 @@ def test_the_image_builds_and_serves_as_an_unprivileged_user(
         probe = check["Test"][1:]
         healthy = subprocess.run(
             _run(container, *probe, env={"YARN_SIDECAR_API_PORT": str(port)}),
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert healthy.returncode != 0 and "503" in healthy.stderr, healthy.stderr[-500:]
     finally:

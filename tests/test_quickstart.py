@@ -39,9 +39,19 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
     # a signal that was ignored when it started, and a test run started in the background of a
     # non-interactive shell (``cmd &``) passes SIGINT on ignored.
     return subprocess.Popen(
-        [sys.executable, "-c", _DEFAULT_SIGINT, str(SCRIPT), "--no-bootstrap", "--workdir",
-         str(tmp_path / "work")],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-c",
+            _DEFAULT_SIGINT,
+            str(SCRIPT),
+            "--no-bootstrap",
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
@@ -83,7 +93,10 @@ def test_quickstart_stops_its_sidecar_on_a_signal(tmp_path: Path, sig: signal.Si
 def test_quickstart_refuses_a_bad_argument(tmp_path: Path) -> None:
     r = subprocess.run(
         [str(SCRIPT), "--rm-port", "80a", "--no-bootstrap"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=30,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=30,
     )
     assert r.returncode == 2 and "--rm-port must be a number" in r.stderr
     r = subprocess.run([str(SCRIPT), "--bogus"], capture_output=True, text=True, timeout=30)

@@ -34,9 +34,19 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for part in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / part, src / part)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(work / "dist"), str(src)],
-        check=True, cwd=work,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(src),
+        ],
+        check=True,
+        cwd=work,
     )
     wheels = list((work / "dist").glob("yarn_policy_sidecar-*.whl"))
     assert len(wheels) == 1, wheels
@@ -48,7 +58,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "-q", str(wheels[0])],
-        check=True, cwd=work,
+        check=True,
+        cwd=work,
     )
     return venv / "bin"
 
@@ -63,7 +74,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def test_the_installed_package_is_not_the_checkout(installed: Path, tmp_path: Path) -> None:
     out = subprocess.run(
         [str(installed / "python"), "-c", "import app; print(app.__file__)"],
-        check=True, capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path),
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
     ).stdout
     assert str(REPO) not in out and "site-packages" in out
 
@@ -71,12 +86,19 @@ def test_the_installed_package_is_not_the_checkout(installed: Path, tmp_path: Pa
 def test_version_and_db_upgrade_from_the_wheel(installed: Path, tmp_path: Path) -> None:
     version = subprocess.run(
         [str(installed / "yarn-sidecar"), "--version"],
-        check=True, capture_output=True, text=True, cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     ).stdout
     assert version.strip().startswith("yarn-sidecar ")
     subprocess.run(
         [str(installed / "yarn-sidecar"), "db", "upgrade"],
-        check=True, capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path),
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
     )
     with sqlite3.connect(tmp_path / "sidecar.db") as db:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -99,7 +121,10 @@ def test_serve_from_the_wheel_answers_health_docs_and_the_dashboard(
     )
     proc = subprocess.Popen(
         [str(installed / "yarn-sidecar"), "serve"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -112,7 +137,11 @@ def test_serve_from_the_wheel_answers_health_docs_and_the_dashboard(
         # the operator CLI finds the sidecar from the same environment as `serve`
         listing = subprocess.run(
             [str(installed / "yarn-sidecar"), "decisions", "list"],
-            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=60,
         )
         assert listing.returncode == 0, listing.stderr
         assert listing.stdout.split()[:3] == ["id", "time", "kind"]

@@ -364,9 +364,7 @@ def admission_jobs(
         submitted = submitted_ms / 1000
         if state == QUEUED:
             timed = times_tasks(row[9])
-            waiting.append(
-                core.WaitingJob(job_id, tasks, deadline_s, submitted, keys, timed=timed)
-            )
+            waiting.append(core.WaitingJob(job_id, tasks, deadline_s, submitted, keys, timed=timed))
         else:
             started = (admitted_ms or submitted_ms) / 1000
             running.append(

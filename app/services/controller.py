@@ -76,6 +76,7 @@ class PreviewBusy(Exception):
             "computes at once); retry shortly"
         )
 
+
 LEDGER_STATE = "ltrf-ledger"
 # Where the counts of completed apps and MapReduce tasks stopped (Fawkes' JT and TT inputs).
 INPUT_CURSORS = "input-cursors"

@@ -25,9 +25,7 @@ log = logging.getLogger(__name__)
 class Runtime:
     """Starts and stops the periodic services for the server's lifespan."""
 
-    def __init__(
-        self, services: Sequence[LoopService], leader: Leadership | None = None
-    ) -> None:
+    def __init__(self, services: Sequence[LoopService], leader: Leadership | None = None) -> None:
         """``leader`` first ticks before the others, which then run only while it leads."""
         self.services = ([leader] if leader is not None else []) + list(services)
         self._gated = list(services) if leader is not None else []

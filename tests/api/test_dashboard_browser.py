@@ -52,9 +52,7 @@ def sidecar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
     od.seed_jobs(sessions, count=120)
     # Module-scoped, so built before the per-test environment defaults: the page's own token
     # handling is what the test checks, the API's authentication has its own tests.
-    settings = Settings(
-        database_url=url, cluster_name=od.CLUSTER, poll_interval_s=60, auth="none"
-    )
+    settings = Settings(database_url=url, cluster_name=od.CLUSTER, poll_interval_s=60, auth="none")
     api = create_app(settings, run_loops=False, rm_transport=httpx.MockTransport(od.RecordedRM()))
     port = _free_port()
     server = uvicorn.Server(

@@ -64,7 +64,15 @@ def test_jobs_submit_list_show_cancel(
     code, out, _ = _cli(capsys, "jobs", "list")
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == [
-        "id", "name", "queue", "state", "cpus", "deadline", "outcome", "app", "why",
+        "id",
+        "name",
+        "queue",
+        "state",
+        "cpus",
+        "deadline",
+        "outcome",
+        "app",
+        "why",
     ]
     listed = served.get("/jobs").json()["items"][0]
     deadline = operator_cli._short_time(listed["deadline_at"])

@@ -193,7 +193,7 @@ async def test_reads_of_queued_jobs_share_the_latest_plan_until_it_is_an_interva
     apps: list[FastAPI] = []
     async with _client(db, startup_s=0.0, apps=apps) as client:
         # Its bound is its whole window on 7 tasks (no start-up prior): with its AM, all 8 vcores.
-        etl = (await client.post("/jobs", json=body(name="etl-2024-03-01", requested_tasks=7)))
+        etl = await client.post("/jobs", json=body(name="etl-2024-03-01", requested_tasks=7))
         assert (etl.json()["state"], etl.json()["granted_cpus"]) == ("admitted", 7)
         # One-task jobs with an hour to go: they wait, with latest starts well ahead.
         one_task = {"deadline": 3600, "requested_tasks": 1}

@@ -143,7 +143,10 @@ class Sidecar:
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "yarn-sidecar"), "serve"],
-            env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         tail = lambda: log.read_text()[-3000:]  # noqa: E731
         wait_healthy(self.proc, self.base, "the sidecar", timeout_s=60, output=tail)
@@ -152,8 +155,6 @@ class Sidecar:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, sig)
         self.proc.wait(timeout=30)
-
-
 
 
 def shifted_baseline(initial: dict[str, str]) -> dict[str, float]:

@@ -184,6 +184,7 @@ def test_queue_maximum_share_holds_in_task_mode() -> None:
     jobs = trace.synthetic(trace.SyntheticSpec(jobs=200, mean_interarrival_s=5.0), 4)
     none = experiment.run_policy("fawkes:None", jobs, ClusterSpec(100), model="tasks")
     eq = experiment.run_policy("fawkes:EQ", jobs, ClusterSpec(100), model="tasks")
+
     # (Until the first push, one tick after the first demand, the queues hold the initial 50/50
     # with maximum 100, as live queues do before the controller's first push.)
     def over(r: SimResult) -> int:

@@ -58,9 +58,7 @@ def get_estimator(session: SessionDep, state: StateDep) -> EstimatorOut:
     )
 
 
-def _promise_view(
-    session: Session, cfg: AdmissionConfig, memory: PromiseMemory
-) -> dict[str, Any]:
+def _promise_view(session: Session, cfg: AdmissionConfig, memory: PromiseMemory) -> dict[str, Any]:
     """Promise's per-signature entries: the estimator admission plans with, brought up to date
     with the database (the same after a restart, which reads the whole history again). While
     the whole history is being read they are not shown (``loading``); where the admission

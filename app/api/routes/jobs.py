@@ -218,9 +218,7 @@ async def submit_job(
             run[RUN_AS] = user
         new = replace(new, run=run)
     try:
-        result = await run_in_threadpool(
-            service.create_job, new, now_ms, arrived=time.monotonic()
-        )
+        result = await run_in_threadpool(service.create_job, new, now_ms, arrived=time.monotonic())
     except JobRejected as exc:
         # 503: admission is saturated; the request was not stored and is safe to repeat.
         headers = {"Retry-After": str(RETRY_AFTER_S)} if exc.status == 503 else None

@@ -623,8 +623,19 @@ def admit(
 
     promised = len(out)
     avail = _tries(
-        tries, avail, held, expected, am, now_s, out, queued, load, mean_work,
-        params.waste_price, div, capacity,
+        tries,
+        avail,
+        held,
+        expected,
+        am,
+        now_s,
+        out,
+        queued,
+        load,
+        mean_work,
+        params.waste_price,
+        div,
+        capacity,
     )
     grants = {j.id: g for j, _, _, g in admitted}
     top_ups: dict[str, str] = {}  # why a job got more than its bound needs
@@ -964,9 +975,11 @@ def _try_grant(
         return None
     top = _try_at(t, g_max, now_s, am, mean_work, price, div)
     if top is None or mean_work is None:
-        if top is not None and _hold_lost(
-            j, est, top[0], load, avail, expected, now_s, am, div, capacity
-        ) >= top[1]:
+        if (
+            top is not None
+            and _hold_lost(j, est, top[0], load, avail, expected, now_s, am, div, capacity)
+            >= top[1]
+        ):
             return None
         return top
     due = j.deadline_at - est.overhead_s
@@ -1036,8 +1049,19 @@ def _tries(
         if t.explore:
             avail = _explore(t, avail, am, now_s, out, queued)
             continue
-        chosen = _try_grant(t, min(t.limit, avail - am), avail, expected, load, now_s, am,
-                            mean_work, price, div, capacity)
+        chosen = _try_grant(
+            t,
+            min(t.limit, avail - am),
+            avail,
+            expected,
+            load,
+            now_s,
+            am,
+            mean_work,
+            price,
+            div,
+            capacity,
+        )
         if chosen is None:
             queued.append(_queued(j, est, t.lst, f"vcores free enough to try it ({t.why})"))
             continue
@@ -1122,9 +1146,7 @@ class Load:
     sizes: Sizes | None = None
     # the arrivals' loss system, built as far as first needed (``_occupancy``): a round prices
     # many holds against the same load
-    cache: dict[tuple[str, int, int], Any] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    cache: dict[tuple[str, int, int], Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 # Arrivals whose slack the meter keeps: the estimator's default window, enough for the share of
@@ -1489,9 +1511,7 @@ class LoadMeter:
             self._slack_known = Slack.of(self._slack)
         if self._sizes_known is None and self._works:
             self._sizes_known = Sizes.of(self._works, self._needs)
-        return Load(
-            self._jobs / share, self._work / share, self._slack_known, self._sizes_known
-        )
+        return Load(self._jobs / share, self._work / share, self._slack_known, self._sizes_known)
 
 
 def _crowded_out(

@@ -37,9 +37,7 @@ class PolicyChoice(ServiceState):
         which must not interleave its two assignments with a lock holder's."""
         return self._configured(session)[0]
 
-    def _configured(
-        self, session: Session
-    ) -> tuple[AdmissionConfig, tuple[str, str, int] | None]:
+    def _configured(self, session: Session) -> tuple[AdmissionConfig, tuple[str, str, int] | None]:
         row = jobs_repo.admission_setting(session, self.default_cfg.cluster_name)
         if row is None:
             return self.default_cfg, None

@@ -99,9 +99,9 @@ async def test_the_floor_goes_when_the_jobs_end(db: Db) -> None:
     with transaction(db.sessions) as s:
         assert jobs_repo.transition(s, "1" * 32, ["submitted"], 1, state="finished")
     ids = await ticks(db, rm, 1, first=2)
-    assert decision(db, ids[-1]).outputs["floors"]["queues"]["root.deadline"][
-        "admission_floor"
-    ] == 0
+    assert (
+        decision(db, ids[-1]).outputs["floors"]["queues"]["root.deadline"]["admission_floor"] == 0
+    )
 
 
 def test_a_leaf_name_means_the_one_managed_queue_it_ends() -> None:
