@@ -427,6 +427,30 @@ def transition(
     return result.rowcount == 1
 
 
+def set_queued_reason(
+    session: Session, job_ids: Collection[str], reason: str, *, only_if: str | None = None
+) -> None:
+    """Store ``reason`` on those of ``job_ids`` still queued (and whose reason is ``only_if``,
+    when given): what a queued job says while it waits, for its readers and for the next round
+    (a round that planned nothing leaves its mark there)."""
+    ids = sorted(job_ids)
+    session.flush()
+    for at in range(0, len(ids), _IDS_PER_STATEMENT):
+        stmt = update(Job).where(Job.id.in_(ids[at : at + _IDS_PER_STATEMENT]), Job.state == QUEUED)
+        if only_if is not None:
+            stmt = stmt.where(Job.reason == only_if)
+        session.execute(stmt.values(reason=reason).execution_options(synchronize_session=False))
+
+
+def queued_with_reason(session: Session, reason: str) -> set[str]:
+    """The queued jobs whose stored reason is ``reason`` (``set_queued_reason``)."""
+    session.flush()
+    return set(session.scalars(select(Job.id).where(Job.state == QUEUED, Job.reason == reason)))
+
+
+# Ids per statement of ``set_queued_reason`` (one bind parameter each, far under any limit).
+_IDS_PER_STATEMENT = 1000
+
 # Ids per compare-and-set statement of ``drop_queued`` on SQLite (three bind parameters each,
 # under its limit).
 _DROPS_PER_STATEMENT = 300

@@ -16,7 +16,8 @@ history only there (``warmer``): a round or a reader that finds it needed (a cap
 that relearns, new parameters) asks for that read in a thread of its own and does not wait.
 While it runs ``loading`` is set; a submission's round answers queued at once instead of holding
 every other submission behind it, and the round that next plans takes those jobs as at their
-first round (``take_unplanned``). Readers never wait for the lock: the ETA recorded answers.
+first round (the reason stored on them says so, ``promise_round``: a restart or another replica
+does too). Readers never wait for the lock: the ETA recorded answers.
 """
 
 from __future__ import annotations
@@ -49,10 +50,6 @@ class PromiseMemory:
         self.warmer: Callable[[], None] | None = None
         self._caches: dict[str, EstimatorCache] = {}
         self._meters: dict[str, ArrivalMeter] = {}
-        # Submissions answered queued because the history was being read: planned as at their
-        # first round by the round that next plans (``take_unplanned``).
-        self._unplanned: set[str] = set()
-        self._unplanned_lock = threading.Lock()
 
     @contextmanager
     def held(self, *, unless_loading: bool = False, wait: bool = True) -> Iterator[bool]:
@@ -72,17 +69,6 @@ class PromiseMemory:
             yield True
         finally:
             self.lock.release()
-
-    def unplanned(self, job_ids: Collection[str]) -> None:
-        """Remember submissions answered queued while the history was being read."""
-        with self._unplanned_lock:
-            self._unplanned.update(job_ids)
-
-    def take_unplanned(self) -> set[str]:
-        """The submissions answered queued while loading, forgotten here (``unplanned``)."""
-        with self._unplanned_lock:
-            taken, self._unplanned = self._unplanned, set()
-        return taken
 
     def _cache(self, session: Session, values: dict[str, Any]) -> EstimatorCache:
         key = _database(session) + repr(sorted(values.items()))

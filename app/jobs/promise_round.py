@@ -139,7 +139,8 @@ def promise_round(
     "queue" (``requester`` is the one whose decision is also returned alone); ``principals``:
     who submitted them (``rounds.admission_round``); ``memory``: the process's estimator and
     arrival meter. While ``memory`` is loading the whole history (``promise_memory``) the round
-    plans nothing: each submission answers queued, decided by the round after the load."""
+    plans nothing: each submission answers queued, decided by the round after the load as at its
+    first round (the ``LOADING`` reason stored on it says so, until a round plans it)."""
     jobs_repo.lock_estimator(session, now_ms)  # one lock order with the learning pass
     cap = capacity(session, cfg)
     result = RoundResult(capacity=cap)
@@ -157,16 +158,21 @@ def promise_round(
     with memory.held(unless_loading=True) as held:
         est = memory.estimator(session, values, cap) if held else None
         if est is None:
-            memory.unplanned(wanted)
+            # Kept on the jobs, not in this process: a round after a restart, or another
+            # replica's, plans them as at their first round too.
+            jobs_repo.set_queued_reason(session, wanted, LOADING)
             answer_queued(session, cfg, result, wanted, requester, now_ms, principals, LOADING)
             return result
         # The submissions this round serves are at their first round: promised on their bounds
         # (``core._after_wait``), though the round runs a moment after they were submitted; so
         # are those answered queued while the history was being read, never planned yet.
-        first = set(wanted) | memory.take_unplanned()
+        unplanned = jobs_repo.queued_with_reason(session, LOADING)
+        first = set(wanted) | unplanned
         waiting = [replace(j, first_round=True) if j.id in first else j for j in waiting]
         load = memory.arrivals(session, est, cap, now_ms, wanted)
         decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
+    if unplanned:  # planned now: a later round prices their wait
+        jobs_repo.set_queued_reason(session, unplanned, "", only_if=LOADING)
     if cfg.promise is not None:
         # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
         # queued; the others are admitted or dropped once this round commits.

@@ -407,6 +407,50 @@ def _batch_runs(db: Db) -> None:
     )  # fmt: skip
 
 
+async def _posted_while_loading(
+    client: httpx.AsyncClient, service: Any, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    """A submission answered while ``service`` reads the whole history (held up meanwhile)."""
+    learn = Estimator.learn
+    loading, release = threading.Event(), threading.Event()
+
+    def held_up(self: Estimator, outcome: Any) -> Estimator:
+        loading.set()
+        assert release.wait(30)
+        return learn(self, outcome)
+
+    monkeypatch.setattr(Estimator, "learn", held_up)
+    loader = threading.Thread(target=service.warm)  # what a tick does before its round
+    loader.start()
+    try:
+        assert loading.wait(30)
+        # The load holds the estimator: the submission does not wait for it.
+        posted: dict[str, Any] = (await client.post("/jobs", json=body(name="report-7"))).json()
+        assert posted["state"] == "queued"
+        assert posted["decision"]["reason"] == promise_round.LOADING
+        assert posted["eta"] is None
+        during = (await client.get("/estimator")).json()
+        assert (during["loading"], during["signatures"]) == (True, {})
+    finally:
+        release.set()
+        loader.join()
+    monkeypatch.setattr(Estimator, "learn", learn)
+    return posted
+
+
+def _planned(monkeypatch: pytest.MonkeyPatch) -> list[core.WaitingJob]:
+    """Every waiting job a round plans from here on."""
+    planned: list[core.WaitingJob] = []
+    admit = core.admit
+
+    def seen(waiting: list[core.WaitingJob], *args: Any) -> list[core.Decision]:
+        planned.extend(waiting)
+        return admit(waiting, *args)
+
+    monkeypatch.setattr(core, "admit", seen)
+    return planned
+
+
 async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
     db: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,38 +458,9 @@ async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
     apps: list[FastAPI] = []
     async with _client(db, startup_s=0.0, apps=apps) as client:
         service = apps[0].state.sidecar.admission
-        learn = Estimator.learn
-        loading, release = threading.Event(), threading.Event()
-
-        def held_up(self: Estimator, outcome: Any) -> Estimator:
-            loading.set()
-            assert release.wait(30)
-            return learn(self, outcome)
-
-        monkeypatch.setattr(Estimator, "learn", held_up)
-        loader = threading.Thread(target=service.warm)  # what a tick does before its round
-        loader.start()
-        try:
-            assert loading.wait(30)
-            # The load holds the estimator: the submission does not wait for it.
-            posted = (await client.post("/jobs", json=body(name="report-7"))).json()
-            assert posted["state"] == "queued"
-            assert posted["decision"]["reason"] == promise_round.LOADING
-            assert posted["eta"] is None
-            during = (await client.get("/estimator")).json()
-            assert (during["loading"], during["signatures"]) == (True, {})
-        finally:
-            release.set()
-            loader.join()
+        posted = await _posted_while_loading(client, service, monkeypatch)
         learned = _counted_learning(monkeypatch)
-        planned: list[core.WaitingJob] = []
-        admit = core.admit
-
-        def seen(waiting: list[core.WaitingJob], *args: Any) -> list[core.Decision]:
-            planned.extend(waiting)
-            return admit(waiting, *args)
-
-        monkeypatch.setattr(core, "admit", seen)
+        planned = _planned(monkeypatch)
         # The round after the load decides it, learning nothing again: each run once, as a
         # restart's full read would have it. It plans it as at its first round: the wait was
         # the sidecar's, not a bet on the job (``core._after_wait``).
@@ -457,6 +472,27 @@ async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
         assert learned == [] and after["loading"] is False
         batch = next(v for k, v in after["signatures"].items() if k.startswith("n:batch-<n>"))
         assert batch["samples"] == 3
+
+
+async def test_a_job_answered_while_loading_is_still_new_to_the_next_process(
+    db: Db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process that answered it stops before any round plans it: the next one (a restart,
+    # or another replica) plans it as at its first round too.
+    _batch_runs(db)
+    apps: list[FastAPI] = []
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        posted = await _posted_while_loading(client, apps[0].state.sidecar.admission, monkeypatch)
+        queued = (await client.get(f"/jobs/{posted['id']}")).json()
+        assert (queued["state"], queued["reason"]) == ("queued", promise_round.LOADING)
+    planned = _planned(monkeypatch)
+    async with _client(db, startup_s=0.0, apps=apps) as client:
+        service = apps[1].state.sidecar.admission
+        await asyncio.to_thread(service.warm)
+        await asyncio.to_thread(service._round, service.clock(), "tick")
+        assert [j.first_round for j in planned if j.id == posted["id"]] == [True]
+        job = (await client.get(f"/jobs/{posted['id']}")).json()
+        assert job["state"] == "admitted" and job["reason"] != promise_round.LOADING
 
 
 async def test_a_follower_keeps_the_estimator_up_to_date_and_reads_do_not_relearn(

@@ -38,3 +38,26 @@ def test_many_queued_jobs_drop_each_with_its_reason_and_others_stay_as_they_are(
     # Again: nothing is queued any more, so nothing is dropped twice.
     with transaction(db.sessions) as s:
         assert jobs_repo.drop_queued(s, reasons, 6_000) == set()
+
+
+def test_a_reason_is_stored_on_queued_jobs_only_and_cleared_only_where_it_is_still_the_same(
+    db: Db,
+) -> None:
+    # More ids than one statement takes; a job that moved on keeps its own reason.
+    queued = [f"q{i:04d}" for i in range(1200)]
+    with transaction(db.sessions) as s:
+        s.add_all([_job(job_id) for job_id in queued])
+        s.add(_job("running", t.ADMITTED))
+    with transaction(db.sessions) as s:
+        jobs_repo.set_queued_reason(s, [*queued, "running"], "waiting for the history")
+        assert jobs_repo.queued_with_reason(s, "waiting for the history") == set(queued)
+    with transaction(db.sessions) as s:
+        s.get_one(Job, "q0000").reason = "planned since"
+    with transaction(db.sessions) as s:
+        jobs_repo.set_queued_reason(s, queued, "", only_if="waiting for the history")
+        assert jobs_repo.queued_with_reason(s, "waiting for the history") == set()
+    with db.sessions() as s:
+        rows = {job.id: job for job in s.query(Job)}
+    assert rows["q0000"].reason == "planned since"
+    assert {rows[job_id].reason for job_id in queued[1:]} == {""}
+    assert rows["running"].reason == ""
