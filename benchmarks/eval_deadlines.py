@@ -13,7 +13,9 @@ as the table of ``docs/evaluation.md`` (``--plot FILE.png`` also draws every pol
 its WTR, one panel per deadline basis). Workloads: ``google`` (first 19 h, one queue per
 user), ``swim-queues`` (both SWIM 2009 files, one queue each), ``swim-concat`` (both files as one
 queue), ``recurring`` (seeded synthetic mix of recurring templates); capacities ``1x-mean`` and
-``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable).
+``2x-mean`` of each workload's mean demand (``--capacity`` overrides, repeatable). A fifth,
+``google29d`` (the 29-day Google file: one-task jobs, one queue per user), runs only when named
+with ``--workload``: it is held out, a workload no rule was chosen on.
 ``--skip-jobs N`` takes each workload's jobs after its first ``N`` instead, a slice no rule was
 chosen on (its clock starts at the slice's first job). ``--deadline-basis template`` draws each
 deadline from its template's median run instead of the job's own (``app.sim.deadlines``; only
@@ -48,7 +50,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +64,33 @@ POLICIES = ("baseline-fs", "reactive-fs", "oracle", "pythia", "justice", "promis
 KEYS = ("sdr", "ptr", "wtr", "fairness", "utilization")
 
 
-def workloads(root: Path, limit: int, seed: int, skip: int = 0) -> dict[str, list[SimJob]]:
-    """The four workloads, each cut to ``limit`` jobs by submission after its first ``skip``
-    (a later slice, which no rule was chosen on; its clock then starts at its first job)."""
-    g = trace.load_google(root / "google2011" / "jobs_with_tasks_first19h.csv.gz", "user")
-    s0 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_0.tsv")
-    s1 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_1.tsv")
-    swim = sorted(s0 + s1, key=lambda j: (j.submit_s, j.job_id))
-    out = {
-        "google": sorted(g, key=lambda j: (j.submit_s, j.job_id)),
-        "swim-queues": swim,
-        "swim-concat": [dataclasses.replace(j, queue="default") for j in swim],
-        "recurring": recurring.recurring(recurring.RecurringSpec(jobs=skip + limit), seed),
-    }
+def workloads(
+    root: Path, limit: int, seed: int, skip: int = 0, names: Iterable[str] | None = None
+) -> dict[str, list[SimJob]]:
+    """The named workloads (default: the grid's four, ``TRACE_WORKLOADS``; ``google29d`` is held
+    out and loaded only when named), each cut to ``limit`` jobs by submission after its first
+    ``skip`` (a later slice, which no rule was chosen on; its clock then starts at its first
+    job)."""
+    wanted = set(TRACE_WORKLOADS if names is None else names)
+    out: dict[str, list[SimJob]] = {}
+    if "google" in wanted:
+        g = trace.load_google(root / "google2011" / "jobs_with_tasks_first19h.csv.gz", "user")
+        out["google"] = sorted(g, key=lambda j: (j.submit_s, j.job_id))
+    if wanted & {"swim-queues", "swim-concat"}:
+        s0 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_0.tsv")
+        s1 = trace.load_swim(root / "swim" / "FB-2009_samples_24_times_1hr_1.tsv")
+        swim = sorted(s0 + s1, key=lambda j: (j.submit_s, j.job_id))
+        out["swim-queues"] = swim
+        out["swim-concat"] = [dataclasses.replace(j, queue="default") for j in swim]
+    if "recurring" in wanted:
+        spec = recurring.RecurringSpec(jobs=skip + limit)
+        out["recurring"] = recurring.recurring(spec, seed)
+    if "google29d" in wanted:
+        # the file is in submission order: the slice needs only its first rows
+        path = root / "google2011" / "jobs_29d.csv.gz"
+        g29 = trace.load_google29d(path, "user", limit=skip + limit)
+        out["google29d"] = sorted(g29, key=lambda j: (j.submit_s, j.job_id))
+    out = {k: v for k, v in out.items() if k in wanted}
     if not skip:
         return {k: v[:limit] for k, v in out.items()}
     return {k: _from_zero(v[skip : skip + limit]) for k, v in out.items()}
@@ -495,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         names = {c["workload"] for c in saved}
         loads = {n: j for n, j, _ in selection(a.limit_jobs, _seeds(names), "ideal")}
         if names - set(loads):
-            loads |= workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
+            loads |= workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs, names - set(loads))
         if a.explain:
             print(explain(saved, loads, a.seed))
             return 0
@@ -509,8 +525,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.workload:
             runs = [r for r in runs if r[0].rsplit("-s", 1)[0] in a.workload]
     else:
-        loads = workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs)
-        runs = [(name, loads[name], a.seed) for name in a.workload or list(loads)]
+        named = a.workload or TRACE_WORKLOADS
+        loads = workloads(a.traces, a.limit_jobs, a.seed, a.skip_jobs, named)
+        runs = [(name, loads[name], a.seed) for name in named]
     try:  # every cell's capacity, before the first is run
         todo = list(grid(runs, a.capacity, a.deadline, a.model))
     except ValueError as exc:
@@ -529,7 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-TRACE_WORKLOADS = ("google", "swim-queues", "swim-concat", "recurring")
+TRACE_WORKLOADS = ("google", "swim-queues", "swim-concat", "recurring")  # the grid's
+# Run only when named: the 29-day file's jobs have one task each and a run time for their work
+# (``trace.iter_google29d``), a workload unlike the grid's that no rule was chosen on.
+HELD_OUT_WORKLOADS = ("google29d",)
 SELECTION_WORKLOADS = ("synthetic", "recurring")
 MODELS = ("fluid", "tasks")
 
@@ -540,7 +560,7 @@ def _check_options(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
     numbers, traces that are not there. ``--seeds`` becomes a list of ints."""
     if a.limit_jobs < 1:
         p.error(f"--limit-jobs: at least 1 job, got {a.limit_jobs}")
-    known = SELECTION_WORKLOADS if a.selection else TRACE_WORKLOADS
+    known = SELECTION_WORKLOADS if a.selection else TRACE_WORKLOADS + HELD_OUT_WORKLOADS
     for option, given, names in (
         ("--workload", a.workload, known),
         ("--deadline", a.deadline, tuple(deadlines.DEADLINE_TYPES)),

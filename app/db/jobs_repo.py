@@ -442,10 +442,11 @@ def set_queued_reason(
         session.execute(stmt.values(reason=reason).execution_options(synchronize_session=False))
 
 
-def queued_with_reason(session: Session, reason: str) -> set[str]:
-    """The queued jobs whose stored reason is ``reason`` (``set_queued_reason``)."""
+def queued_with_reason(session: Session, *reasons: str) -> set[str]:
+    """The queued jobs whose stored reason is one of ``reasons`` (``set_queued_reason``)."""
     session.flush()
-    return set(session.scalars(select(Job.id).where(Job.state == QUEUED, Job.reason == reason)))
+    stmt = select(Job.id).where(Job.state == QUEUED, Job.reason.in_(reasons))
+    return set(session.scalars(stmt))
 
 
 # Ids per statement of ``set_queued_reason`` (one bind parameter each, far under any limit).

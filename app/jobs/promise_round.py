@@ -41,6 +41,7 @@ from app.domain.model import queue_names
 from app.jobs.eta_plans import EtaPlans, QueuedPlan
 from app.jobs.promise_memory import SHARED, PromiseMemory
 from app.jobs.rounds import (
+    UNKNOWN_CAPACITY,
     AdmissionConfig,
     RoundResult,
     answer_queued,
@@ -113,6 +114,10 @@ LOADING = (
     "queued: Promise is reading its estimator's whole history (a restart, or a capacity change "
     "that relearns it); the round after it decides this job"
 )
+# The reasons of a submission answered by a round that planned nothing: the next round that
+# plans decides it as at its first round (``core.WaitingJob.first_round``), where it is promised
+# on its bound and, small and of a new signature, explored.
+UNPLANNED = (LOADING, UNKNOWN_CAPACITY)
 
 
 def admitted_floor(session: Session, values: dict[str, Any]) -> int:
@@ -138,13 +143,15 @@ def promise_round(
     ``wanted``: the submissions this round serves, whose decision is recorded even when it is
     "queue" (``requester`` is the one whose decision is also returned alone); ``principals``:
     who submitted them (``rounds.admission_round``); ``memory``: the process's estimator and
-    arrival meter. While ``memory`` is loading the whole history (``promise_memory``) the round
-    plans nothing: each submission answers queued, decided by the round after the load as at its
-    first round (the ``LOADING`` reason stored on it says so, until a round plans it)."""
+    arrival meter. While ``memory`` is loading the whole history (``promise_memory``), or while
+    the deadline capacity is unknown, the round plans nothing: each submission answers queued,
+    decided by the next round that plans as at its first round (the reason stored on it, one of
+    ``UNPLANNED``, says so until a round plans it)."""
     jobs_repo.lock_estimator(session, now_ms)  # one lock order with the learning pass
     cap = capacity(session, cfg)
     result = RoundResult(capacity=cap)
     if cap is None:
+        jobs_repo.set_queued_reason(session, wanted, UNKNOWN_CAPACITY)
         answer_queued(session, cfg, result, wanted, requester, now_ms, principals)
         return result
     values = dict(policy.params)
@@ -166,13 +173,14 @@ def promise_round(
         # The submissions this round serves are at their first round: promised on their bounds
         # (``core._after_wait``), though the round runs a moment after they were submitted; so
         # are those answered queued while the history was being read, never planned yet.
-        unplanned = jobs_repo.queued_with_reason(session, LOADING)
+        unplanned = jobs_repo.queued_with_reason(session, *UNPLANNED)
         first = set(wanted) | unplanned
         waiting = [replace(j, first_round=True) if j.id in first else j for j in waiting]
         load = memory.arrivals(session, est, cap, now_ms, wanted)
         decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
     if unplanned:  # planned now: a later round prices their wait
-        jobs_repo.set_queued_reason(session, unplanned, "", only_if=LOADING)
+        for mark in UNPLANNED:
+            jobs_repo.set_queued_reason(session, unplanned, "", only_if=mark)
     if cfg.promise is not None:
         # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
         # queued; the others are admitted or dropped once this round commits.

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import select
 
 from app.db import repo
 from app.db.jobs_models import EstimatorObservation, Job
@@ -182,6 +183,21 @@ async def test_reads_of_queued_jobs_share_the_latest_plan_until_it_is_an_interva
     db: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _history(db)
+    # 20 runs of profile:report (one 50 s task, given 400 s each), as many as a 0.95 quantile
+    # of its own ratios needs: they bound the jobs below, which then wait with slack
+    with db.sessions.begin() as s:
+        cluster_id = s.scalars(select(Cluster.id)).one()
+        for i in range(6, 26):
+            _learned(
+                s,
+                Application(
+                    app_id=f"application_1_{i:04d}", cluster_id=cluster_id, user="al",
+                    queue="root.deadline", name=f"report-{i}", app_type="YARN",
+                    tags=",profile:report,", state="FINISHED", final_status="SUCCEEDED",
+                    elapsed_ms=50_000, vcore_seconds=50, first_seen_ms=0, updated_ms=0,
+                ),
+                i, tasks=1, deadline_s=400.0,
+            )  # fmt: skip
     plan = promise_round.plan_queued
     made: list[int] = []
 
@@ -195,8 +211,8 @@ async def test_reads_of_queued_jobs_share_the_latest_plan_until_it_is_an_interva
         # Its bound is its whole window on 7 tasks (no start-up prior): with its AM, all 8 vcores.
         etl = await client.post("/jobs", json=body(name="etl-2024-03-01", requested_tasks=7))
         assert (etl.json()["state"], etl.json()["granted_cpus"]) == ("admitted", 7)
-        # One-task jobs with an hour to go: they wait, with latest starts well ahead.
-        one_task = {"deadline": 3600, "requested_tasks": 1}
+        # One-task jobs of 50 s with an hour to go: they wait, with latest starts well ahead.
+        one_task = {"deadline": 3600, "requested_tasks": 1, "tags": ["profile:report"]}
         posted = [
             (await client.post("/jobs", json=body(name=f"report-{n}", **one_task))).json()
             for n in (4, 5)

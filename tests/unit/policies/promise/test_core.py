@@ -804,11 +804,18 @@ def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_ref
     busy = core.Load(jobs_per_s=0.01, vcores=1.0)
     (d,) = core.admit([one], [], 4, 4, 0.0, est, P, load=busy)
     assert d.action == "admit"  # with an arrival rate too (no chance of its own to price)
-    # no vcore free: it waits until its deadline, then is refused
+    # only at its first round: with no vcore free then, it gets its bound's answer at once
     (d,) = core.admit([one], [], 0, 4, 0.0, est, P)
-    assert d.action == "queue" and d.latest_start_s == pytest.approx(60.0)
-    (d,) = core.admit([one], [], 4, 4, 60.0, est, P)
+    assert d.action == "drop" and d.reason.startswith("cannot finish by its deadline")
+    assert d.earliest_finish_s == pytest.approx(78.0)
+    # after a wait it has less than its deadline, and what it borrows already says it misses:
+    # not started to run late (the kill rule would keep it, small and still learning)
+    (d,) = core.admit([one], [], 4, 4, 5.0, est, P)
     assert d.action == "drop"
+    # the live sidecar's first round comes a moment after the submission
+    live = dataclasses.replace(one, first_round=True)
+    (d,) = core.admit([live], [], 4, 4, 2.0, est, P)
+    assert (d.action, d.cpus) == ("admit", 1) and d.reason.startswith("explored on 1 vcores")
     # once its signature has the runs the estimator needs, its own history decides
     for _ in range(3):
         est.learn(Outcome(new, tasks=1, work=78.0, deadline_s=60.0, max_cpus=1))
