@@ -243,6 +243,11 @@ class WaitingJob:
         """Absolute deadline."""
         return self.submitted_s + self.deadline_s
 
+    def at_first_round(self, now_s: float) -> bool:
+        """Whether a round at ``now_s`` is its first: flagged so (live), or at its submission
+        itself (the simulator)."""
+        return self.first_round or now_s <= self.submitted_s
+
 
 @dataclass(frozen=True, slots=True)
 class RunningJob:
@@ -495,10 +500,10 @@ def admit(
             if (
                 j.tasks <= params.learn_cpus
                 and due > now_s + _EPS
-                and (j.first_round or now_s <= j.submitted_s)
+                and j.at_first_round(now_s)
                 and _still_learning(estimator, j.keys)
             ):
-                tries.append(cand._replace(lst=now_s, explore=True, refusal=refusal))
+                tries.append(cand._replace(lst=now_s, explore=refusal))
                 continue
             out.append(refusal)
             continue
@@ -807,10 +812,11 @@ class _Try(NamedTuple):
     est: Estimate
     works: list[float]  # predicted work per history sample, ascending
     limit: int
-    explore: bool = False  # small, its signature still unknown: started for what it teaches
+    # Explored (small, its signature still unknown: started for what it teaches): the refusal
+    # its bound gives, its answer if its vcores are not free
+    explore: Decision | None = None
     min_p: float = 0.0  # the least chance it is tried on
     why: str = "its bound misses"  # why it is not promised (its reasons say)
-    refusal: Decision | None = None  # an explored job's answer if its vcores are not free
 
 
 def _try_of(
@@ -876,7 +882,7 @@ def _after_wait(
     whose bound comes from no runs (the bootstrap) and a round without an arrival rate are not
     priced (``WaitingJob.first_round``, or ``now_s`` at its submission). A miss wastes what
     ``_miss_waste`` says."""
-    if mean_work is None or est.samples == 0 or j.first_round or now_s <= j.submitted_s:
+    if mean_work is None or est.samples == 0 or j.at_first_round(now_s):
         return None
     limit = min(j.tasks, capacity)
     works = estimator.works(j.keys, j.tasks, j.deadline_s, limit)
@@ -1052,8 +1058,8 @@ def _tries(
     """
     for t in sorted(tries, key=lambda t: (t.lst, t.job.id)):
         j, est = t.job, t.est
-        if t.explore:
-            avail = _explore(t, avail, am, now_s, out)
+        if t.explore is not None:
+            avail = _explore(t, t.explore, avail, am, now_s, out)
             continue
         chosen = _try_grant(
             t,
@@ -1097,15 +1103,16 @@ def _still_learning(estimator: Estimator, keys: Keys) -> bool:
     return estimator.samples(keys.signature) < estimator.params.min_samples
 
 
-def _explore(t: _Try, avail: int, am: int, now_s: float, out: list[Decision]) -> int:
+def _explore(
+    t: _Try, refusal: Decision, avail: int, am: int, now_s: float, out: list[Decision]
+) -> int:
     """Start a small job of a signature with too few runs of its own on all its tasks, if the
-    vcores are free (module docstring, "Exploration"); else it gets the refusal its bound gave
-    it (``t.refusal``): it is explored only at its first round. Returns the vcores left."""
+    vcores are free (module docstring, "Exploration"); else it gets ``refusal``, its bound's
+    answer: it is explored only at its first round. Returns the vcores left."""
     j, est = t.job, t.est
     g = j.tasks
     if g + am > avail:
-        assert t.refusal is not None  # every explored job carries its bound's answer
-        out.append(t.refusal)
+        out.append(refusal)
         return avail
     finish = now_s + est.overhead_s + est.point
     out.append(
