@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import eval_deadlines as ev
 
-from app.policies.promise import core
+from app.policies.promise import core, model, risk
 from app.sim import deadlines, experiment
 from app.sim.cluster import ClusterSpec
 from app.sim.jobs import SimJob, Status
@@ -66,18 +66,18 @@ def _recording(holds: dict[str, tuple[float, float]]) -> Iterator[None]:
 def _admitting(job_id: str, at_s: float) -> Iterator[None]:
     """The job's hold at ``at_s`` priced at nothing: it is admitted there instead. Admission
     prices it before any try or top-up of that round, so the first hold found is that one."""
-    real = core._hold_lost
+    real = risk.hold_lost
     done = False
 
-    def priced(j: core.WaitingJob, *args: Any, **kw: Any) -> float:
+    def priced(rnd: model.Round, j: core.WaitingJob, *args: Any, **kw: Any) -> float:
         nonlocal done
-        lost = real(j, *args, **kw)
-        if not done and j.id == job_id and abs(args[5] - at_s) < 1e-9 and lost >= 1.0:
+        lost = real(rnd, j, *args, **kw)
+        if not done and j.id == job_id and abs(rnd.now_s - at_s) < 1e-9 and lost >= 1.0:
             done = True
             return 0.0
         return lost
 
-    with mock.patch.object(core, "_hold_lost", priced):
+    with mock.patch.object(core, "hold_lost", priced):
         yield
 
 

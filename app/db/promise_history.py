@@ -43,7 +43,7 @@ from app.db.models import Application
 from app.domain.model import times_tasks
 from app.domain.tags import HOLDING_STATES, QUEUED
 from app.policies.base import PolicyError
-from app.policies.promise import core
+from app.policies.promise import core, grants
 from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome
 from app.policies.promise.signature import Keys, keys_for
 
@@ -105,7 +105,7 @@ def start_up(job: Job, app: Application, tasks: int, work: float) -> float | Non
     if not job.granted_cpus or job.admitted_ms is None or app.finished_ms is None:
         return None
     span = (app.finished_ms - job.admitted_ms) / 1000
-    return max(0.0, span - core.waves(tasks, job.granted_cpus) * work / tasks)
+    return max(0.0, span - grants.waves(tasks, job.granted_cpus) * work / tasks)
 
 
 def am_vcores(job: Job | None) -> int:

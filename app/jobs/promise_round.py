@@ -171,7 +171,7 @@ def promise_round(
             answer_queued(session, cfg, result, wanted, requester, now_ms, principals, LOADING)
             return result
         # The submissions this round serves are at their first round: promised on their bounds
-        # (``core._after_wait``), though the round runs a moment after they were submitted; so
+        # (``risk.after_wait``), though the round runs a moment after they were submitted; so
         # are those answered queued while the history was being read, never planned yet.
         unplanned = jobs_repo.queued_with_reason(session, *UNPLANNED)
         first = set(wanted) | unplanned
@@ -197,11 +197,11 @@ def promise_round(
         "running": len(running),
         "arrivals_per_h": round(load.jobs_per_s * 3600, 3),
         "arrival_vcores": round(load.vcores, 3),
-        # the median slack of the recent arrivals (``core.Slack``), what the crowd-out test reads
+        # the median slack of the recent arrivals (``loss.Slack``), what the crowd-out test reads
         "arrival_slack_s": (
             round(load.slack.values[len(load.slack.values) // 2], 3) if load.slack else None
         ),
-        # and the median of the vcores each needs at once (``core.Sizes``)
+        # and the median of the vcores each needs at once (``loss.Sizes``)
         "arrival_need_vcores": (
             sorted(load.sizes.needs)[len(load.sizes.needs) // 2] if load.sizes else None
         ),

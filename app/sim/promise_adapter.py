@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.policies.justice import core as justice
-from app.policies.promise import core
+from app.policies.promise import core, grants
 from app.policies.promise.admission import PromiseAdmission
 from app.policies.promise.estimator import Estimator, Outcome, params_from
 from app.policies.promise.signature import Keys, normalise_name, size_class
@@ -173,7 +173,7 @@ class PromiseAllocator(_Admission):
         ctx = self.ctx
         run = self._running[d.job_id]
         div = self.params.divisible
-        n_waves = core.waves(run.job.tasks, run.grant, div)
+        n_waves = grants.waves(run.job.tasks, run.grant, div)
         if n_waves > 1 and ctx.now + n_waves * task_seconds(run) > run.deadline_at:
             at = core.first_wave_verdict_s(self._running_job(run, ctx.now), div)
             ctx.engine.schedule(max(at, ctx.now) + 1e-6, self._request, PRIORITY_ADMISSION)

@@ -479,7 +479,7 @@ async def test_a_submission_while_the_history_loads_is_answered_queued_at_once(
         planned = _planned(monkeypatch)
         # The round after the load decides it, learning nothing again: each run once, as a
         # restart's full read would have it. It plans it as at its first round: the wait was
-        # the sidecar's, not a bet on the job (``core._after_wait``).
+        # the sidecar's, not a bet on the job (``risk.after_wait``).
         await asyncio.to_thread(service._round, service.clock(), "tick")
         assert [j.first_round for j in planned if j.id == posted["id"]] == [True]
         job = (await client.get(f"/jobs/{posted['id']}")).json()

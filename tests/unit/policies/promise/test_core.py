@@ -3,64 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import math
-import warnings
 
 import numpy as np
 import pytest
 
 from app.policies.base import PolicyError
-from app.policies.promise import core
+from app.policies.promise import core, loss
 from app.policies.promise.estimator import (
-    Estimate,
     Estimator,
     EstimatorParams,
     Outcome,
     rebuild,
 )
 from app.policies.promise.signature import Keys
-
-K = Keys("sig", "ut", "q")
-OTHER = Keys("sig2", "ut", "q")
-P = core.PromiseParams()
-
-
-def _taught(ratio: float, runs: int = 3, keys: Keys = K) -> Estimator:
-    """An estimator whose every run had ``work = ratio * deadline * tasks`` (tasks <= capacity)."""
-    est = Estimator()
-    for _ in range(runs):
-        est.learn(Outcome(keys, tasks=4, work=ratio * 100.0 * 4, deadline_s=100.0, max_cpus=4))
-    return est
-
-
-def test_waves_aligned_and_min_grant_by_hand() -> None:
-    assert core.waves(10, 4) == 3 and core.waves(10, 5) == 2 and core.waves(3, 8) == 1
-    assert core.aligned(10, 4) == 4  # 3 waves need ceil(10/3) = 4 containers
-    assert core.aligned(10, 6) == 5  # 6 containers also take 2 waves; 5 do the same
-    # 10 tasks of 10 s in 35 s: at most 3 waves, so ceil(10 / 3) = 4 containers
-    assert core.min_grant(10, 10, 10.0, 35.0) == 4
-    assert core.min_grant(10, 3, 10.0, 35.0) is None  # needs 4 > limit 3
-    assert core.min_grant(10, 10, 10.0, 9.0) is None  # not even one wave fits
-    assert core.min_grant(1, 1, 10.0, 10.0) == 1
-
-
-def test_divisible_work_by_hand() -> None:
-    # The fluid model: n tasks' work on g vcores takes n / g task durations, fractions included.
-    assert core.waves(10, 4, True) == 2.5 and core.waves(3, 8, True) == 1.0
-    assert core.aligned(10, 6, True) == 6 and core.aligned(3, 8, True) == 3
-    # 10 tasks of 10 s in 35 s: 100 vcore-s / 35 s = 2.86, so 3 vcores (whole waves need 4)
-    assert core.min_grant(10, 10, 10.0, 35.0, True) == 3
-    assert core.min_grant(10, 10, 10.0, 50.0, True) == 2  # exactly 50 s on 2
-    assert core.min_grant(10, 2, 10.0, 35.0, True) is None  # needs 3 > limit 2
-    assert core.min_grant(10, 10, 10.0, 9.0, True) is None  # no grant runs a task in 9 s
-
+from tests.unit.policies.promise.support import OTHER, K, P, taught
 
 DIVISIBLE = core.PromiseParams(divisible=True)
 
 
 def test_divisible_work_keeps_the_waves_margin_and_prices_an_exact_grant() -> None:
-    est = _taught(0.5)  # bound: 200 vcore-s for 4 tasks, 50 s per task
+    est = taught(0.5)  # bound: 200 vcore-s for 4 tasks, 50 s per task
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     # 70 s left: whole waves need one wave of 4; the work alone needs 200 / 70 = 2.86, so 3.
     (d,) = core.admit([job], [], 10, 10, 30.0, est, DIVISIBLE)
@@ -81,21 +43,12 @@ def test_divisible_work_keeps_the_waves_margin_and_prices_an_exact_grant() -> No
     assert d.action == "queue" and "4 vcores for its waves' margin" in d.reason
     assert "about 1 in 4 for a bound from 3 runs" in d.reason
     # With 19 runs the bound holds 19 times in 20: the same price is worth it at mean work 50.
-    (d,) = core.admit([job], [], 3, 10, 30.0, _taught(0.5, runs=19), DIVISIBLE, dear)
+    (d,) = core.admit([job], [], 3, 10, 30.0, taught(0.5, runs=19), DIVISIBLE, dear)
     assert (d.action, d.cpus) == ("admit", 3)
 
 
-def test_a_bounds_chance_follows_from_the_runs_it_was_taken_from() -> None:
-    # the k = ceil(q n)-th smallest of n exchangeable runs is at least a new one k / (n + 1)
-    assert core.bound_chance(3, 0.95) == pytest.approx(3 / 4)
-    assert core.bound_chance(19, 0.95) == pytest.approx(19 / 20)
-    assert core.bound_chance(64, 0.95) == pytest.approx(61 / 65)
-    assert core.bound_chance(4, 0.5) == pytest.approx(2 / 5)
-    assert core.bound_chance(0, 0.95) == pytest.approx(1 / 2)  # the bootstrap bound
-
-
 def test_admits_the_smallest_wave_aligned_grant() -> None:
-    est = _taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
+    est = taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     (d,) = core.admit([job], [], free=10, capacity=10, now_s=0.0, estimator=est, params=P)
     # 2 waves of 50 s meet the 100 s deadline with 2 containers; 8 stay free for arrivals
@@ -107,7 +60,7 @@ def test_admits_the_smallest_wave_aligned_grant() -> None:
 
 
 def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
-    est = _taught(0.5)
+    est = taught(0.5)
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     # Arrivals need 9 vcores on average; after a grant of 2, 8 are free: 1 vcore short, so the
     # job takes 1/9 of the arrivals' demand for 100 s. At 0.05 jobs/s that is 0.56 jobs: admit.
@@ -128,7 +81,7 @@ def test_a_job_that_would_crowd_out_more_than_one_arrival_waits() -> None:
 
 
 def test_arrivals_find_what_running_jobs_release_before_the_hold_ends() -> None:
-    est = _taught(0.5)
+    est = taught(0.5)
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     busy = core.Load(jobs_per_s=0.1, vcores=9.0)
     # 10 of 20 vcores run a job bounded to end at 20 s (one wave of 0.5 * 40 s). Arrivals are
@@ -143,7 +96,7 @@ def test_arrivals_find_what_running_jobs_release_before_the_hold_ends() -> None:
 
 
 def test_arrivals_find_running_jobs_ended_at_their_central_estimate() -> None:
-    est = _taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores, bound and centre alike
+    est = taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores, bound and centre alike
     for i in range(19):  # r's signature: 18 runs used 0.1 of their window, one 0.5
         ratio = 0.5 if i == 0 else 0.1
         est.learn(Outcome(OTHER, tasks=10, work=ratio * 2000.0, deadline_s=200.0, max_cpus=10))
@@ -155,353 +108,16 @@ def test_arrivals_find_running_jobs_ended_at_their_central_estimate() -> None:
     r = core.RunningJob("r", 10, 200.0, 0.0, 0.0, 10, OTHER)
     (d,) = core.admit([job], [r], 10, 20, 0.0, est, P, busy)
     assert (d.action, d.cpus) == ("admit", 2)
-    assert core._crowded_out(busy, 10, [(20.0, 10)], 0.0, 2, 100.0, 200.0, 20) == pytest.approx(
+    assert loss.crowded_out(busy, 10, [(20.0, 10)], 0.0, 2, 100.0, 200.0, 20) == pytest.approx(
         0.1 * 20.0 / 9.0
     )
-    assert core._crowded_out(busy, 10, [(100.0, 10)], 0.0, 2, 100.0, 200.0, 20) >= 1.0
-
-
-def test_slack_integrates_the_share_of_arrivals_that_cannot_wait() -> None:
-    slack = core.Slack.of([30.0, 0.0, 10.0])
-    # P(slack < w) is 1/3 on (0, 10], 2/3 on (10, 30], 1 above: over waits 0..20, 10/3 + 20/3
-    assert slack.short_s(0.0, 20.0) == pytest.approx(10.0)
-    assert slack.short_s(30.0, 50.0) == pytest.approx(20.0)  # none can wait that long
-    assert slack.short_s(-5.0, 0.0) == pytest.approx(0.0)  # no wait: nobody is lost
-    assert core.Slack.of([]).short_s(0.0, 20.0) == pytest.approx(20.0)
-
-
-def test_arrivals_that_can_wait_for_room_are_not_crowded_out() -> None:
-    est = _taught(0.5)
-    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # As in the test above: 1 vcore short of 9 for a's 100 s hold, 0.1 jobs/s, 1.1 jobs lost
-    # when no arrival can wait.
-    hurried = core.Load(0.1, 9.0, core.Slack.of([0.0] * 4))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, hurried)
-    assert d.action == "queue" and "crowd out about 1.1" in d.reason
-    # Half of them could wait 200 s: only an arrival whose slack is under the rest of the hold
-    # is lost, half of them over the whole hold: 0.56 jobs.
-    mixed = core.Load(0.1, 9.0, core.Slack.of([0.0, 0.0, 200.0, 200.0]))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, mixed)
-    assert d.action == "admit"
-    # All of them could wait 60 s: lost only those arriving in the first 40 s, 0.44 jobs.
-    assert core._crowded_out(
-        core.Load(0.1, 9.0, core.Slack.of([60.0])), 10, [], 0.0, 2, 100.0, 200.0, 10
-    ) == pytest.approx(0.1 * 40.0 / 9.0)
-
-
-def _erlang_b(servers: int, offered: float) -> float:
-    """Erlang's loss formula by its recursion: the share of arrivals a full system turns away."""
-    b = 1.0
-    for c in range(1, servers + 1):
-        b = offered * b / (c + offered * b)
-    return b
-
-
-def _bands(hold_s: float) -> list[tuple[float, float]]:
-    """Each doubling band of a hold from the round (``core._band``): its seconds within the
-    hold and the time since the round at its middle, where the arrivals' system is read."""
-    out, lo = [], 0.0
-    while lo < hold_s:
-        hi = 2.0 if lo == 0 else 2 * lo
-        out.append((min(hi, hold_s) - lo, 1.0 if lo == 0 else 1.5 * lo))
-        lo = hi
-    return out
-
-
-def test_the_arrivals_occupancy_is_the_product_form_of_their_loss_system() -> None:
-    # Two arrivals (equally likely) at 0.3 jobs/s in all: one needs 1 vcore for 10 s, one 3
-    # vcores for 20 s (60 vcore-s), on 7 vcores (one unit each). Their counts are Poisson of
-    # means 1.5 and 3, truncated to the states that fit: m1 + 3 m2 <= 7.
-    sizes = core.Sizes.of([60.0, 10.0], [3, 1])
-    assert sizes.works == (10.0, 60.0) and sizes.needs == (1, 3) and sizes.smaller(60.0) == 1
-    load = core.Load(0.3, 6.0, sizes=sizes)
-    cdf = core._occupancy(load, sizes, 2, 1, 7)
-    weight = {
-        (m1, m2): 1.5**m1 / math.factorial(m1) * 3.0**m2 / math.factorial(m2)
-        for m1 in range(8)
-        for m2 in range(3)
-        if m1 + 3 * m2 <= 7
-    }
-    for level in range(8):
-        # an arrival of each kind is blocked when fewer vcores than it needs are free
-        states = {(m1, m2): w for (m1, m2), w in weight.items() if m1 + 3 * m2 <= level}
-        want = [
-            sum(w for (m1, m2), w in states.items() if level - m1 - 3 * m2 < need)
-            / sum(states.values())
-            for need in (1, 3)
-        ]
-        assert core._blocked(cdf, np.array([1, 3]), level) == pytest.approx(want)
-    assert list(core._blocked(cdf, np.array([1, 3]), -1)) == [1.0, 1.0]
-    # one vcore arrivals alone (the first prefix) are Erlang's loss system
-    alone = core._occupancy(load, sizes, 1, 1, 7)
-    assert core._blocked(alone, np.array([1]), 4) == pytest.approx([_erlang_b(4, 1.5)])
-
-
-def test_only_arrivals_since_the_round_occupy_the_vcores() -> None:
-    # The same two arrivals (10 s and 20 s runs at 0.15 jobs/s each). Those that came before
-    # the round are running jobs, which the caller counts; t seconds after it, each kind is
-    # there min(d, t) x 0.15 on average. Band 2 (4 to 8 s) is read at 6 s: means 0.9 and 0.9.
-    sizes = core.Sizes.of([60.0, 10.0], [3, 1])
-    load = core.Load(0.3, 6.0, sizes=sizes)
-    assert [core._band(t) for t in (0.0, 1.9, 2.0, 5.0, 8.0, 1000.0)] == [0, 0, 1, 2, 3, 9]
-    for band, t in ((0, 1.0), (2, 6.0), (3, 12.0)):
-        m1, m2 = 0.15 * min(10.0, t), 0.15 * min(20.0, t)
-        weight = [0.0] * 8
-        for a in range(8):
-            for b in range(3):
-                if a + 3 * b <= 7:
-                    weight[a + 3 * b] += m1**a / math.factorial(a) * m2**b / math.factorial(b)
-        cdf = core._occupancy(load, sizes, 2, 1, 7, band)
-        total = sum(weight)
-        assert list(cdf) == pytest.approx([w / total for w in itertools.accumulate(weight)])
-    # from 20 s on every arrival's run fits in the time since the round: the steady system
-    steady = core._occupancy(load, sizes, 2, 1, 7)
-    assert list(core._occupancy(load, sizes, 2, 1, 7, 5)) == list(steady)
-
-
-def test_arrivals_of_one_size_are_one_poisson_count_and_prefixes_extend_kept_ones() -> None:
-    # Seven arrivals of three sizes (1, 3 and 8 units) on 20 units. The occupancy is built one
-    # convolution per size; it must equal the product form summed state by state, whether a
-    # prefix is built from nothing or extended from a shorter one kept on the load.
-    works, needs = [5.0, 9.0, 12.0, 30.0, 40.0, 64.0, 80.0], [1, 3, 1, 3, 8, 1, 8]
-    sizes = core.Sizes.of(works, needs)
-    rate = 0.7
-
-    def by_hand(k: int, units: int) -> list[float]:
-        means: dict[int, float] = {}
-        for w, n in zip(sizes.works[:k], sizes.needs[:k], strict=True):
-            means[int(n)] = means.get(int(n), 0.0) + rate / len(works) * w / n
-        weight = [0.0] * (units + 1)
-        kinds = sorted(means)
-        for counts in itertools.product(*(range(units // s + 1) for s in kinds)):
-            held = sum(c * s for c, s in zip(counts, kinds, strict=True))
-            if held <= units:
-                weight[held] += math.prod(
-                    means[s] ** c / math.factorial(c) for c, s in zip(counts, kinds, strict=True)
-                )
-        return list(itertools.accumulate(w / sum(weight) for w in weight))
-
-    fresh = core.Load(rate, 1.0, sizes=sizes)
-    extended = core.Load(rate, 1.0, sizes=sizes)
-    for k in (2, 5, 7):  # each extends the one before
-        assert list(core._occupancy(extended, sizes, k, 1, 20)) == pytest.approx(by_hand(k, 20))
-    assert list(core._occupancy(fresh, sizes, 7, 1, 20)) == pytest.approx(by_hand(7, 20))
-    # levels in one array give one row of blocking chances per level
-    cdf = core._occupancy(fresh, sizes, 7, 1, 20)
-    need = np.array([1, 3, 8])
-    rows = core._blocked(cdf, need, np.array([-1, 0, 5, 20, 40]))
-    for row, level in zip(rows, (-1, 0, 5, 20, 40), strict=True):
-        assert list(row) == pytest.approx(list(core._blocked(cdf, need, level)))
-    assert list(rows[0]) == [1.0, 1.0, 1.0] and rows[3][0] < rows[3][2] < 1.0
-
-
-def test_rounding_a_need_up_to_a_whole_unit_adds_no_work() -> None:
-    # One-vcore arrivals of 50 s at 0.2 jobs/s occupy 10 vcores on average. On 1,024 vcores the
-    # loss system counts units of 4 (``LOSS_UNITS``), so each arrival takes a whole unit: its
-    # count is scaled down to keep the occupancy at 10 vcores, not 40.
-    alike = core.Sizes.of([50.0] * 9, [1] * 9)
-    load = core.Load(0.2, 10.0, sizes=alike)
-    unit = math.ceil(1024 / core.LOSS_UNITS)
-    assert unit == 4
-    cdf = core._occupancy(load, alike, 9, unit, 256)
-    pmf = np.diff(cdf, prepend=0.0)
-    assert float((np.arange(257) * pmf).sum()) * unit == pytest.approx(10.0, rel=1e-6)
-    # counted in single vcores, the same arrivals occupy the same on average
-    exact = core._occupancy(core.Load(0.2, 10.0, sizes=alike), alike, 9, 1, 1024)
-    assert float((np.arange(1025) * np.diff(exact, prepend=0.0)).sum()) == pytest.approx(10.0)
-
-
-def test_a_hold_is_not_credited_with_the_room_it_keeps_larger_arrivals_out_of() -> None:
-    # On 7 vcores, 1-vcore arrivals of 10 s and 6-vcore ones of 200 s (30 erlangs) that hold
-    # 6 of them nearly all the time. Beside a hold of 5, 2 are left: the 6-vcore ones never
-    # fit, so the 1-vcore ones no longer share with them and are blocked less often than on
-    # all 7. In the cluster the larger ones wait or come back; only the more often blocked
-    # count.
-    sizes = core.Sizes.of([10.0, 1200.0], [1, 6])
-    load = core.Load(0.3, 181.5, sizes=sizes)
-    cdf = core._occupancy(load, sizes, 2, 1, 7)
-    need = np.array([1, 6])
-    beside, alone = core._blocked(cdf, need, 2), core._blocked(cdf, need, 7)
-    assert beside[0] < alone[0] and beside[1] == 1.0 > alone[1]
-    # over the hold, band by band (arrivals since the round occupy): only the 6-vcore ones
-    lost = 0.0
-    for band, (seconds, _) in enumerate(_bands(100.0)):
-        cdf = core._occupancy(load, sizes, 2, 1, 7, band)
-        beside, alone = core._blocked(cdf, need, 2), core._blocked(cdf, need, 7)
-        lost += 0.3 * seconds * (max(0.0, beside[0] - alone[0]) + beside[1] - alone[1]) / 2
-    assert core._crowded_out(load, 7, [], 0.0, 5, 100.0, 2000.0, 7) == pytest.approx(lost)
-
-
-def test_a_saturated_loss_system_stays_a_distribution() -> None:
-    # Arrivals offering far more than the cluster holds (1-vcore jobs of 10^6 s and 50-vcore
-    # ones of 2 * 10^5 s, 10 a second): without a cap on each count's mean its smallest terms
-    # underflow and the occupancy was 0 / 0. It stays a distribution, near full: the 50-vcore
-    # arrivals never find room, the 1-vcore ones nearly never.
-    sizes = core.Sizes.of([1e6] * 8 + [1e7] * 8, [1] * 8 + [50] * 8)
-    load = core.Load(10.0, 1e8, sizes=sizes)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        cdf = core._occupancy(load, sizes, 16, 1, 256)
-        assert np.isfinite(cdf).all() and cdf[-1] == pytest.approx(1.0)
-        for level in (200, 256):
-            small, large = core._blocked(cdf, np.array([1, 50]), level)
-            assert large == pytest.approx(1.0) and 0.8 < small < 1.0
-        assert math.isfinite(core._crowded_out(load, 256, [], 0.0, 50, 100.0, 1e9, 256))
-
-
-def test_a_hold_costs_how_much_more_often_arrivals_find_no_room() -> None:
-    est = _taught(0.5)  # a: 4 tasks, central work 200 vcore-s; 2 vcores for 100 s
-    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # Arrivals alike: 1 vcore for 50 s, at 0.2 jobs/s on 10 vcores. Those since the round
-    # occupy: t seconds after it, 0.2 x min(50, t) erlangs, 10 from 50 s on. Beside a's grant
-    # they are blocked B(8, a) of the time instead of B(10, a) (Erlang): 1.8 jobs lost over
-    # its 100 s, so a waits. Read as 10 erlangs from the start, it was 2.5.
-    alike = core.Sizes.of([50.0] * 9, [1] * 9)
-    busy = core.Load(0.2, 10.0, sizes=alike)
-    lost = sum(
-        0.2 * s * (_erlang_b(8, 0.2 * min(50.0, t)) - _erlang_b(10, 0.2 * min(50.0, t)))
-        for s, t in _bands(100.0)
-    )
-    assert lost == pytest.approx(1.83, abs=0.01)
-    assert core._crowded_out(busy, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(lost)
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, busy)
-    assert d.action == "queue" and "crowd out about 1.8" in d.reason
-    # At 0.05 jobs/s (2.5 erlangs) 10 vcores or 8 hardly ever block one: a starts.
-    calm = core.Load(0.05, 2.5, sizes=alike)
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, calm)
-    assert d.action == "admit"
-    # The mean demand (10 vcores) fits beside it only with none to spare: treated as a fluid,
-    # arrivals lost nothing until the spare fell below it, though they block each other at
-    # random; with no size known that is still the rule.
-    assert core._crowded_out(
-        core.Load(0.2, 8.0), 10, [], 0.0, 2, 100.0, 200.0, 10
-    ) == pytest.approx(0.0)
-
-
-def test_a_hold_is_priced_on_the_arrivals_since_the_round() -> None:
-    est = _taught(0.5)  # a: 2 vcores for 100 s, central work 200 vcore-s
-    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # Arrivals of 1 vcore for 100 s at 0.1 jobs/s: 10 erlangs once 100 s have passed. Read
-    # as that steady system from the round, a's 100 s beside them cost 1.24 arrivals and a
-    # waited; but those running at the round are the running jobs (none here: all 10 vcores
-    # are free), and the arrivals since fill the vcores over the hold: 0.59, and a starts.
-    alike = core.Load(0.1, 10.0, sizes=core.Sizes.of([100.0] * 9, [1] * 9))
-    steady = 0.1 * 100.0 * (_erlang_b(8, 10.0) - _erlang_b(10, 10.0))
-    since = sum(
-        0.1 * s * (_erlang_b(8, 0.1 * min(100.0, t)) - _erlang_b(10, 0.1 * min(100.0, t)))
-        for s, t in _bands(100.0)
-    )
-    assert steady == pytest.approx(1.24, abs=0.01) and since == pytest.approx(0.59, abs=0.01)
-    assert core._crowded_out(alike, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(since)
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, alike)
-    # on 4 vcores: its bound is the largest of its runs, and 4 for 50 s turn away fewer of
-    # these arrivals than 2 for 100 s ("_top_up", beyond its history)
-    assert (d.action, d.cpus) == ("admit", 4)
-
-
-def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
-    est = _taught(0.5)  # a's central work: 200 vcore-s
-    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
-    # The same arrivals, 1 vcore each, but for 400 s: larger than a, none counts, and a starts.
-    # Holding a back for them would trade one met deadline for one that takes more vcores.
-    larger = core.Load(0.025, 10.0, sizes=core.Sizes.of([400.0] * 9, [1] * 9))
-    (d,) = core.admit([job], [], 10, 10, 0.0, est, P, larger)
-    assert d.action == "admit"
-    # Nor does an arrival of a's own work (a itself, counted when it arrived): one like it
-    # meets the same test when it comes.
-    assert core._crowded_out(larger, 10, [], 0.0, 2, 100.0, 400.0, 10) == 0.0
-    # Smaller ones count, and only they occupy the vcores left: one arrival in ten takes 1
-    # vcore for 50 s (1 erlang at 0.02 jobs/s once 50 s have passed), and its loss system is
-    # Erlang's alone.
-    mixed = core.Load(0.2, 10.0, sizes=core.Sizes.of([50.0] + [400.0] * 9, [1] * 10))
-    assert core._crowded_out(mixed, 10, [], 0.0, 2, 100.0, 200.0, 10) == pytest.approx(
-        sum(
-            0.2 * s * (_erlang_b(8, 0.02 * min(50.0, t)) - _erlang_b(10, 0.02 * min(50.0, t)))
-            for s, t in _bands(100.0)
-        )
-        / 10
-    )
-
-
-def test_an_arrivals_need_is_its_smallest_grant_for_its_deadline() -> None:
-    # 4 tasks of 20 s (central), a 5 s start-up, a 50 s deadline: 45 s leave two waves of 20 s,
-    # so 2 vcores (and 2 as divisible work: 80 vcore-s in 45 s is 1.8)
-    est = Estimate(upper=120.0, point=80.0, source="task_s@sig", samples=3, overhead_s=5.0)
-    assert core.need_of(est, 4, 50.0, 8) == 2
-    assert core.need_of(est, 4, 50.0, 8, divisible=True) == 2
-    assert core.need_of(est, 4, 30.0, 8) == 4  # 25 s: one wave
-    # nothing meets 20 s: its full parallelism on the cluster
-    assert core.need_of(est, 4, 20.0, 8) == 4 and core.need_of(est, 4, 20.0, 3) == 3
-
-
-def test_load_meter_keeps_the_sizes_of_the_last_arrivals() -> None:
-    meter = core.LoadMeter(tau_s=100.0)
-    meter.arrive(0.0, 10.0)
-    assert meter.load(0.0).sizes is None  # no need known: the share of their mean demand
-    for i in range(core.SLACK_WINDOW + 3):
-        meter.arrive(float(i), float(i), need=i % 5 + 1)
-    sizes = meter.load(100.0).sizes
-    assert sizes is not None and sizes.works == tuple(float(i) for i in range(3, 67))
-    assert sizes.needs == tuple(i % 5 + 1 for i in range(3, 67))  # each with its work
-
-
-def test_load_meter_keeps_the_slack_of_the_last_arrivals() -> None:
-    meter = core.LoadMeter(tau_s=100.0)
-    meter.arrive(0.0, 10.0)
-    assert meter.load(0.0).slack is None  # nothing known: every arrival counts as hurried
-    for i in range(core.SLACK_WINDOW + 3):
-        meter.arrive(float(i), 10.0, float(i))
-    slack = meter.load(100.0).slack
-    assert slack is not None and slack.values == tuple(float(i) for i in range(3, 67))
-    # 4 tasks of 20 s (central), a 5 s start-up: on 8 vcores one wave, 25 s of a 50 s window;
-    # on 2 vcores two waves, 45 s; on 1 four, 85 s: it cannot wait at all
-    est = Estimate(upper=120.0, point=80.0, source="task_s@sig", samples=3, overhead_s=5.0)
-    assert core.slack_of(est, 4, 50.0, 8) == pytest.approx(25.0)
-    assert core.slack_of(est, 4, 50.0, 2) == pytest.approx(5.0)
-    assert core.slack_of(est, 4, 50.0, 1) == 0.0
-
-
-def test_load_meter_decays_with_its_time_constant() -> None:
-    meter = core.LoadMeter(tau_s=100.0)
-    meter.arrive(-5000.0, 0.0)  # watched for fifty time constants: nothing left to correct
-    meter.arrive(0.0, 500.0)
-    meter.arrive(0.0, 500.0)
-    now = meter.load(0.0)
-    assert now.jobs_per_s == pytest.approx(0.02) and now.vcores == pytest.approx(10.0)
-    later = meter.load(100.0)
-    assert later.jobs_per_s == pytest.approx(0.02 / math.e)
-
-
-def test_load_meter_reads_the_rate_over_the_time_it_has_watched() -> None:
-    steady = core.LoadMeter(tau_s=3600.0)
-    for i in range(100):  # one job every 10 s from 0 to 990 s, 30 vcore-s each
-        steady.arrive(10.0 * i, 30.0)
-    load = steady.load(1000.0)
-    # The decayed sums alone say 1 - exp(-1000 / 3600) = 0.24 of the rate: 0.024 jobs/s.
-    assert load.jobs_per_s == pytest.approx(0.1, rel=0.03)
-    assert load.vcores == pytest.approx(3.0, rel=0.03)  # 0.1 jobs/s of 30 vcore-s
-    # Four arrivals in four seconds are not a rate of one a second: the correction comes in
-    # with the arrivals counted, 4 of the 64 it needs in full.
-    early = core.LoadMeter(tau_s=3600.0)
-    for t in range(4):
-        early.arrive(float(t), 30.0)
-    decayed = sum(math.exp(-(4.0 - t) / 3600.0) for t in range(4)) / 3600.0
-    share = 1.0 / (1.0 + (1.0 / -math.expm1(-4.0 / 3600.0) - 1.0) * 4 / core.SLACK_WINDOW)
-    assert early.load(4.0).jobs_per_s == pytest.approx(decayed / share)
-    assert early.load(4.0).jobs_per_s < 0.1
-    # Counted late (an arrival older than the first one counted), the watch starts earlier.
-    late = core.LoadMeter(tau_s=3600.0)
-    late.arrive(500.0, 30.0)
-    late.arrive(0.0, 30.0)
-    assert late.watched() == pytest.approx(
-        1.0 / (1.0 + (1.0 / -math.expm1(-500.0 / 3600.0) - 1.0) * 2 / core.SLACK_WINDOW)
-    )
+    assert loss.crowded_out(busy, 10, [(100.0, 10)], 0.0, 2, 100.0, 200.0, 20) >= 1.0
 
 
 def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earliest_finish() -> (
     None
 ):
-    est = _taught(1.0)  # bound: the whole deadline at full parallelism
+    est = taught(1.0)  # bound: the whole deadline at full parallelism
     job = core.WaitingJob("late", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     (d,) = core.admit([job], [], free=10, capacity=10, now_s=20.0, estimator=est, params=P)
     assert d.action == "drop" and d.earliest_finish_s == pytest.approx(120.0)
@@ -513,7 +129,7 @@ def test_a_job_that_cannot_finish_on_the_whole_cluster_is_dropped_with_its_earli
 
 
 def test_a_job_that_fits_once_running_jobs_end_waits_with_an_eta() -> None:
-    est = _taught(0.5)
+    est = taught(0.5)
     running = core.RunningJob("r", 4, 100.0, 0.0, started_s=0.0, cpus=4, keys=K)  # ends by 50
     job = core.WaitingJob("w", tasks=4, deadline_s=200.0, submitted_s=10.0, keys=K)
     decisions = core.admit(
@@ -526,7 +142,7 @@ def test_a_job_that_fits_once_running_jobs_end_waits_with_an_eta() -> None:
 
 
 def test_smaller_jobs_are_offered_capacity_first() -> None:
-    est = _taught(0.5, keys=K)
+    est = taught(0.5, keys=K)
     big = core.WaitingJob("big", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     small = core.WaitingJob("small", tasks=1, deadline_s=100.0, submitted_s=5.0, keys=K)
     out = {d.job_id: d for d in core.admit([big, small], [], 2, 10, 5.0, est, P)}
@@ -537,7 +153,7 @@ def test_smaller_jobs_are_offered_capacity_first() -> None:
 
 def test_the_job_with_least_slack_is_offered_capacity_first() -> None:
     # 19 runs each: enough for each signature's own 0.95 quantile of ratios
-    est = _taught(0.9, runs=19, keys=K)
+    est = taught(0.9, runs=19, keys=K)
     for _ in range(19):
         est.learn(Outcome(OTHER, tasks=4, work=0.1 * 100.0 * 4, deadline_s=100.0, max_cpus=4))
     # tight: bound 0.9 * 50 * 2 = 90 -> 45 s a task; only one wave fits its 50 s: 2 containers,
@@ -552,7 +168,7 @@ def test_the_job_with_least_slack_is_offered_capacity_first() -> None:
 
 
 def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() -> None:
-    est = _taught(0.5, keys=K)  # K has 3 runs: nothing more to learn
+    est = taught(0.5, keys=K)  # K has 3 runs: nothing more to learn
     late = core.RunningJob("late", 4, 100.0, 0.0, started_s=0.0, cpus=2, keys=K)
     new = core.RunningJob("new", 1, 100.0, 0.0, started_s=0.0, cpus=1, keys=OTHER)
     out = {d.job_id: d for d in core.admit([], [late, new], 0, 10, 150.0, est, P)}
@@ -561,7 +177,7 @@ def test_late_jobs_are_killed_unless_small_and_still_teaching_their_signature() 
 
 
 def test_a_job_whose_first_wave_shows_it_will_miss_is_killed_before_its_deadline() -> None:
-    est = _taught(0.5, keys=K)  # bound: 4 tasks x 50 s of work; K has nothing more to learn
+    est = taught(0.5, keys=K)  # bound: 4 tasks x 50 s of work; K has nothing more to learn
     # 4 tasks on 2 vcores: 2 waves. Its first tasks have run 60 s without ending at t = 60, so
     # the second wave ends at 120 s at the earliest, after its deadline at 100 s.
     slow = core.RunningJob("slow", 4, 100.0, 0.0, 0.0, 2, K, task_floor_s=60.0)
@@ -579,7 +195,7 @@ def test_a_job_whose_first_wave_shows_it_will_miss_is_killed_before_its_deadline
 
 
 def test_a_running_job_slower_than_its_bound_frees_its_vcores_later_in_the_eta() -> None:
-    est = _taught(0.5, keys=K)
+    est = taught(0.5, keys=K)
     # 8 tasks on the whole 4-vcore cluster, 2 waves; its bound is 25 s a task (ratio 0.5 of a
     # 100 s deadline on 4 vcores), so it would free them at 50 s. Its first wave took 40 s:
     # 2 x 40 = 80 s still meets the deadline, and the vcores free up at 80 s, not 50 s.
@@ -593,7 +209,7 @@ def test_a_running_job_slower_than_its_bound_frees_its_vcores_later_in_the_eta()
 
 
 def test_am_containers_are_booked_and_floor_counts_them() -> None:
-    est = _taught(1.0)
+    est = taught(1.0)
     params = core.PromiseParams(am_containers=1)
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
     # 4 tasks need all 4 containers for the 100 s window, plus 1 AM: 4 free is not enough
@@ -616,7 +232,7 @@ def test_bad_inputs_name_the_field() -> None:
 
 
 def test_start_up_is_planned_before_the_first_task() -> None:
-    est = _taught(0.5)  # work bound: half of deadline x tasks
+    est = taught(0.5)  # work bound: half of deadline x tasks
     for _ in range(3):  # three runs of this job took 20 s from admission to their first task
         est.learn(Outcome(K, tasks=4, work=200.0, deadline_s=100.0, max_cpus=4, overhead_s=20.0))
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
@@ -791,7 +407,7 @@ def test_a_try_of_several_waves_is_priced_at_its_first_waves_verdict() -> None:
 def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_refuses_it() -> None:
     # Three runs of another signature each needed 1.3 x (deadline x tasks): the only history
     # a new signature can borrow (the cluster's ratios) says no job can meet its deadline.
-    est = _taught(1.3, keys=OTHER)
+    est = taught(1.3, keys=OTHER)
     new = Keys("new", "someone", "elsewhere")
     one = core.WaitingJob("one", tasks=1, deadline_s=60.0, submitted_s=0.0, keys=new)
     two = core.WaitingJob("two", tasks=2, deadline_s=60.0, submitted_s=0.0, keys=new)
@@ -823,7 +439,7 @@ def test_a_small_job_of_an_unknown_signature_is_explored_when_others_history_ref
     assert d.action == "drop"
     # learn_cpus 0 turns exploring off, as it does trying
     off = core.PromiseParams(learn_cpus=0)
-    (d,) = core.admit([one], [], 4, 4, 0.0, _taught(1.3, keys=OTHER), off)
+    (d,) = core.admit([one], [], 4, 4, 0.0, taught(1.3, keys=OTHER), off)
     assert d.action == "drop"
 
 
@@ -981,18 +597,6 @@ def test_a_promise_after_a_wait_is_priced_at_the_chance_the_wait_left_it() -> No
     assert (d.action, d.cpus) == ("admit", 4)
 
 
-def test_a_new_run_falls_in_any_gap_between_the_runs_alike() -> None:
-    works = [10.0, 20.0, 30.0]
-    assert core._share(works, 5.0, 40.0) == pytest.approx(0.5 / 4)
-    assert core._share(works, 20.0, 40.0) == pytest.approx(2 / 4)
-    assert core._share(works, 35.0, 40.0) == pytest.approx(3.5 / 4)
-    assert core._share(works, 40.0, 40.0) == 1.0
-    # a wait no run shows still costs its share of the last gap
-    assert core._share(works, 32.0, 40.0) < core._share(works, 38.0, 40.0) < 1.0
-    # the last gap ends at the largest run when that exceeds the top
-    assert core._share(works, 30.0, 25.0) == 1.0
-
-
 def test_a_round_never_books_more_than_is_free() -> None:
     """Over random rounds (histories with killed runs, waiting and running jobs, AM containers,
     arrival loads, both work models): what a round admits, with each admitted job's AM
@@ -1058,8 +662,8 @@ def test_a_round_never_books_more_than_is_free() -> None:
             load = core.Load(
                 jobs_per_s=float(rng.uniform(0.001, 0.1)),
                 vcores=float(rng.uniform(0.1, capacity)),
-                slack=core.Slack.of(rng.uniform(0, 300, n).tolist()),
-                sizes=core.Sizes.of(
+                slack=loss.Slack.of(rng.uniform(0, 300, n).tolist()),
+                sizes=loss.Sizes.of(
                     rng.uniform(1, 500, n).tolist(), rng.integers(1, 8, n).tolist()
                 ),
             )
@@ -1089,8 +693,8 @@ def test_a_try_whose_widest_chance_crowds_out_too_much_is_tried_on_a_narrower_gr
     load = core.Load(jobs_per_s=0.2, vcores=4.0)
     # With 6 free, 4 for it leave the arrivals 2 of their 4 for 9 s: 0.2 x 9 s x 2/4 = 0.9
     # crowded out, not worth a 0.8 chance; 2 for it leave them all 4, and nobody is lost.
-    assert core._crowded_out(load, 6, [], 0.0, 4, 9.0, 36.0, 6) == pytest.approx(0.9)
-    assert core._crowded_out(load, 6, [], 0.0, 2, 18.0, 36.0, 6) == 0.0
+    assert loss.crowded_out(load, 6, [], 0.0, 4, 9.0, 36.0, 6) == pytest.approx(0.9)
+    assert loss.crowded_out(load, 6, [], 0.0, 2, 18.0, 36.0, 6) == 0.0
     # Waiting for room for the wider grant would give up the narrower one's chance for nothing.
     (d,) = core.admit([job], [], 6, 6, 0.0, est, P, load=load)
     assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
@@ -1116,7 +720,7 @@ def test_a_try_takes_the_grant_whose_chance_less_its_crowd_out_is_largest() -> N
 
 
 def test_a_running_job_past_its_central_end_releases_at_its_bound() -> None:
-    est = _taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores
+    est = taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores
     for i in range(19):  # r's signature: 18 runs used 0.1 of their window, one 0.5
         ratio = 0.5 if i == 0 else 0.1
         est.learn(Outcome(OTHER, tasks=10, work=ratio * 2000.0, deadline_s=200.0, max_cpus=10))
