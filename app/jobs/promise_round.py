@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -126,6 +126,14 @@ def admitted_floor(session: Session, values: dict[str, Any]) -> int:
     return core.booked_floor(running, core.promise_params(values))
 
 
+class _Plan(NamedTuple):
+    """What a round that planned decided, and the numbers it decided on (its audit inputs)."""
+
+    decisions: list[core.Decision]
+    numbers: dict[str, Any]
+    values: dict[str, Any]  # the policy's parameters
+
+
 def promise_round(
     session: Session,
     cfg: AdmissionConfig,
@@ -154,22 +162,52 @@ def promise_round(
         jobs_repo.set_queued_reason(session, wanted, UNKNOWN_CAPACITY)
         answer_queued(session, cfg, result, wanted, requester, now_ms, principals)
         return result
+    plan = _plan(session, cfg, policy, deadline_queue, cap, now_ms, trigger, wanted, memory)
+    if plan is None:
+        # Kept on the jobs, not in this process: a round after a restart, or another replica's,
+        # plans them as at their first round too.
+        jobs_repo.set_queued_reason(session, wanted, LOADING)
+        answer_queued(session, cfg, result, wanted, requester, now_ms, principals, LOADING)
+        return result
+    if cfg.promise is not None:
+        # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
+        # queued; the others are admitted or dropped once this round commits.
+        queued = {d.job_id: d.to_dict() for d in plan.decisions if d.action == "queue"}
+        result.plan = QueuedPlan(now_ms, dict(cfg.promise), queued)
+    recorded = _apply(session, result, plan.decisions, now_ms, wanted)
+    rows = _record(session, cfg, policy, result, plan, recorded, trigger, now_ms, principals)
+    for d, jd in zip(recorded, rows, strict=True):
+        if d.job_id in wanted:
+            result.requester_decisions[d.job_id] = jd
+        if d.job_id == requester:
+            result.requester_decision = jd
+    return result
+
+
+def _plan(
+    session: Session,
+    cfg: AdmissionConfig,
+    policy: AdmissionPolicy,
+    deadline_queue: str,
+    cap: int,
+    now_ms: int,
+    trigger: str,
+    wanted: Collection[str],
+    memory: PromiseMemory,
+) -> _Plan | None:
+    """The planner's decisions over every queued and running job, on what the deadline queue
+    can hold now; None while ``memory`` is loading the whole history."""
     values = dict(policy.params)
     waiting, running = admission_jobs(session)
     foreign = foreign_vcores(session, deadline_queue)
     booked = policy.booked(running)
     holdable = _holdable(session, cfg, cap, deadline_queue)
     free = max(holdable - foreign - booked, 0)
-    now = now_ms / 1000
     planner = core.promise_params(values)
     with memory.held(unless_loading=True) as held:
         est = memory.estimator(session, values, cap) if held else None
         if est is None:
-            # Kept on the jobs, not in this process: a round after a restart, or another
-            # replica's, plans them as at their first round too.
-            jobs_repo.set_queued_reason(session, wanted, LOADING)
-            answer_queued(session, cfg, result, wanted, requester, now_ms, principals, LOADING)
-            return result
+            return None
         # The submissions this round serves are at their first round: promised on their bounds
         # (``risk.after_wait``), though the round runs a moment after they were submitted; so
         # are those answered queued while the history was being read, never planned yet.
@@ -177,15 +215,10 @@ def promise_round(
         first = set(wanted) | unplanned
         waiting = [replace(j, first_round=True) if j.id in first else j for j in waiting]
         load = memory.arrivals(session, est, cap, now_ms, wanted)
-        decisions = core.admit(waiting, running, free, cap, now, est, planner, load)
+        decisions = core.admit(waiting, running, free, cap, now_ms / 1000, est, planner, load)
     if unplanned:  # planned now: a later round prices their wait
         for mark in UNPLANNED:
             jobs_repo.set_queued_reason(session, unplanned, "", only_if=mark)
-    if cfg.promise is not None:
-        # What readers may answer with until the next plan (``eta_plans``): the jobs it leaves
-        # queued; the others are admitted or dropped once this round commits.
-        queued = {d.job_id: d.to_dict() for d in decisions if d.action == "queue"}
-        result.plan = QueuedPlan(now_ms, dict(cfg.promise), queued)
     numbers = {
         "trigger": trigger,
         "capacity": cap,
@@ -206,6 +239,18 @@ def promise_round(
             sorted(load.sizes.needs)[len(load.sizes.needs) // 2] if load.sizes else None
         ),
     }
+    return _Plan(decisions, numbers, values)
+
+
+def _apply(
+    session: Session,
+    result: RoundResult,
+    decisions: Sequence[core.Decision],
+    now_ms: int,
+    wanted: Collection[str],
+) -> list[core.Decision]:
+    """Apply ``decisions`` with ``rounds``' compare-and-set (into ``result``); returns those to
+    record: every one applied but a queued job's, unless this round serves it."""
     recorded: list[core.Decision] = []
     pairs = [
         (d, justice.Decision(d.action, d.job_id, d.cpus, d.reason))
@@ -219,13 +264,30 @@ def promise_round(
             result.applied.append(plain)
             if d.action != "queue" or d.job_id in wanted:
                 recorded.append(d)
+    return recorded
+
+
+def _record(
+    session: Session,
+    cfg: AdmissionConfig,
+    policy: AdmissionPolicy,
+    result: RoundResult,
+    plan: _Plan,
+    recorded: Sequence[core.Decision],
+    trigger: str,
+    now_ms: int,
+    principals: Mapping[str, str | None] | None,
+) -> list[JobDecision]:
+    """The round's audit row (its id in ``result``) and one decision row per recorded job, each
+    with its ETA; returns those rows."""
+    numbers = plan.numbers
     if recorded:
         row = Decision(
             created_ms=now_ms,
             kind="admission",
             policy=policy.name,
             mode=cfg.mode,
-            params=dict(values),
+            params=dict(plan.values),
             inputs=dict(numbers),
             outputs={"decisions": [d.to_dict() for d in recorded]},
             status="decided",
@@ -247,12 +309,7 @@ def promise_round(
         for d in recorded
     ]
     jobs_repo.add_decisions(session, rows)  # one multi-row insert, not one per job
-    for d, jd in zip(recorded, rows, strict=True):
-        if d.job_id in wanted:
-            result.requester_decisions[d.job_id] = jd
-        if d.job_id == requester:
-            result.requester_decision = jd
-    return result
+    return rows
 
 
 def current_eta(
