@@ -176,11 +176,8 @@ def promise_round(
         result.plan = QueuedPlan(now_ms, dict(cfg.promise), queued)
     recorded = _apply(session, result, plan.decisions, now_ms, wanted)
     rows = _record(session, cfg, policy, result, plan, recorded, trigger, now_ms, principals)
-    for d, jd in zip(recorded, rows, strict=True):
-        if d.job_id in wanted:
-            result.requester_decisions[d.job_id] = jd
-        if d.job_id == requester:
-            result.requester_decision = jd
+    for row in rows:
+        result.answer(row, wanted, requester)
     return result
 
 

@@ -111,6 +111,13 @@ class RoundResult:
     # Set by Promise's rounds: the ETAs of the jobs it left queued, for readers (``eta_plans``).
     plan: QueuedPlan | None = None
 
+    def answer(self, decided: JobDecision, wanted: Collection[str], requester: str | None) -> None:
+        """Keep ``decided`` as the answer to its submission, if this round serves it."""
+        if decided.job_id in wanted:
+            self.requester_decisions[decided.job_id] = decided
+        if decided.job_id == requester:
+            self.requester_decision = decided
+
     @property
     def admitted(self) -> int:
         """How many jobs this round admitted."""
@@ -281,6 +288,26 @@ def admission_round(
             principals=principals,
             memory=memory,
         )
+    return _justice_round(
+        session, cfg, policy, now_ms, trigger, wanted, requester, since, new_jobs, principals
+    )
+
+
+def _justice_round(
+    session: Session,
+    cfg: AdmissionConfig,
+    policy: AdmissionPolicy,
+    now_ms: int,
+    trigger: str,
+    wanted: set[str],
+    requester: str | None,
+    since: RoundMark | None,
+    new_jobs: Sequence[Job],
+    principals: Mapping[str, str | None] | None,
+) -> RoundResult:
+    """``admission_round`` under a policy whose estimator is the global fraction (Justice,
+    PYTHIA): the new submissions alone where the last round's mark allows (module docstring),
+    else every queued and running job."""
     row = jobs_repo.lock_estimator(session, now_ms)
     state = EstimatorState.from_dict(row.state)
     result = RoundResult(capacity=capacity(session, cfg))
@@ -295,44 +322,33 @@ def admission_round(
             session, policy, sorted(wanted), since, result.capacity, now_ms, state, new_jobs
         )
     unstored: dict[str, Job] = {}
-    numbers_evaluated: int | None = None
     waiting_count: int | None = None
+    evaluated: int | None = None
     if partial is not None:
         waiting, running, free, result.decisions = partial
         result.incremental = True
         unstored = {job.id: job for job in new_jobs}
+        n_running, evaluated = len(running), len(waiting)  # the new submissions only
     else:
         _store(session, new_jobs)
-        running, waiting_count = jobs_repo.holding_inputs(session)
-        free = max(result.capacity - policy.booked(running), 0)
-        now_s = now_ms / 1000
-        # Kills free CPUs before any admission (Algorithm 6), and they depend on the holding
-        # jobs alone.
-        kills = policy.admit([], running, free, result.capacity, now_s, state)
-        freed = sum(d.cpus for d in kills if d.action == "kill")
-        waiting = selected_waiting(
-            session, policy, state, result.capacity, now_ms, free + freed, wanted
+        free, n_running, waiting_count, evaluated = _decide_all(
+            session, policy, state, result, now_ms, wanted
         )
-        result.decisions = list(policy.admit(waiting, running, free, result.capacity, now_s, state))
-        if len(waiting) < waiting_count:
-            numbers_evaluated = len(waiting)
-    if policy.monotone:
-        left = free + sum(d.cpus for d in result.decisions if d.action == "kill")
-        left -= sum(d.cpus for d in result.decisions if d.action == "admit")
-        result.mark = RoundMark(key, left)
     numbers: dict[str, Any] = {
         "trigger": trigger,
         "capacity": result.capacity,
         "free_cpus": free,
-        "running": len(running),
+        "running": n_running,
         "estimator": estimator_summary(state, cfg.params),
     }
     if waiting_count is not None:
         numbers["waiting"] = waiting_count
-    if result.incremental:
-        numbers["evaluated"] = len(waiting)  # the new submissions only (module docstring)
-    elif numbers_evaluated is not None:
-        numbers["evaluated"] = numbers_evaluated  # those ``selected_waiting`` read
+    if evaluated is not None:
+        numbers["evaluated"] = evaluated  # those decided, where not every waiting job was
+    if policy.monotone:
+        left = free + sum(d.cpus for d in result.decisions if d.action == "kill")
+        left -= sum(d.cpus for d in result.decisions if d.action == "admit")
+        result.mark = RoundMark(key, left)
     took = apply_decisions(
         session, [d for d in result.decisions if d.job_id not in unstored], now_ms
     )
@@ -350,6 +366,32 @@ def admission_round(
     jobs_repo.insert_jobs(session, list(unstored.values()))
     record_applied(session, cfg, result, numbers, now_ms, trigger, wanted, requester, principals)
     return result
+
+
+def _decide_all(
+    session: Session,
+    policy: AdmissionPolicy,
+    state: EstimatorState,
+    result: RoundResult,
+    now_ms: int,
+    wanted: set[str],
+) -> tuple[int, int, int, int | None]:
+    """Decide every queued and running job (into ``result.decisions``); returns the free vcores
+    before the round, how many jobs run and wait, and how many waiting jobs were decided when
+    ``selected_waiting`` read fewer than all."""
+    assert result.capacity is not None
+    running, waiting_count = jobs_repo.holding_inputs(session)
+    free = max(result.capacity - policy.booked(running), 0)
+    now_s = now_ms / 1000
+    # Kills free CPUs before any admission (Algorithm 6), and they depend on the holding jobs
+    # alone.
+    kills = policy.admit([], running, free, result.capacity, now_s, state)
+    freed = sum(d.cpus for d in kills if d.action == "kill")
+    cap = result.capacity
+    waiting = selected_waiting(session, policy, state, cap, now_ms, free + freed, wanted)
+    result.decisions = list(policy.admit(waiting, running, free, cap, now_s, state))
+    evaluated = len(waiting) if len(waiting) < waiting_count else None
+    return free, len(running), waiting_count, evaluated
 
 
 def selected_waiting(
@@ -412,11 +454,8 @@ def record_applied(
         for decision in recorded
     ]
     jobs_repo.add_decisions(session, job_decisions)
-    for decision, job_decision in zip(recorded, job_decisions, strict=True):
-        if decision.job_id in wanted:
-            result.requester_decisions[decision.job_id] = job_decision
-        if decision.job_id == requester:
-            result.requester_decision = job_decision
+    for job_decision in job_decisions:
+        result.answer(job_decision, wanted, requester)
 
 
 def _store(session: Session, new_jobs: Sequence[Job]) -> None:
@@ -608,9 +647,7 @@ def answer_queued(
                 numbers={"trigger": "submission", "capacity": result.capacity},
             ),
         )
-        result.requester_decisions[job_id] = decided
-        if job_id == requester:
-            result.requester_decision = decided
+        result.answer(decided, wanted, requester)
 
 
 def record_step(
