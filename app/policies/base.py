@@ -51,6 +51,17 @@ def finite_number(
     return float(value)
 
 
+class _Fields(Protocol):
+    def _asdict(self) -> dict[str, Any]: ...
+
+
+def decision_dict(decision: _Fields) -> dict[str, Any]:
+    """An admission decision's JSON form (audit records, the playground, ETAs): its fields in
+    their order, its ``job_id`` first and named ``id``."""
+    fields = decision._asdict()
+    return {"id": fields.pop("job_id"), **fields}
+
+
 @dataclass(frozen=True, slots=True)
 class ParamSpec:
     """One tunable parameter of a policy, with its default and an inclusive valid range."""

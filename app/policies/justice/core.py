@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from app.policies.base import ParamSpec, PolicyError, PolicySpec
+from app.policies.base import ParamSpec, PolicyError, PolicySpec, decision_dict
 
 VARIANTS: tuple[str, str] = ("justice", "pythia")
 SMOOTHINGS: tuple[str, str] = ("mean", "ewma")
@@ -185,16 +185,7 @@ class Decision(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (the playground's decision object plus the audit numbers)."""
-        return {
-            "id": self.job_id,
-            "action": self.action,
-            "cpus": self.cpus,
-            "reason": self.reason,
-            "fraction": self.fraction,
-            "req_cpus": self.req_cpus,
-            "ttd_s": self.ttd_s,
-            "priority": self.priority,
-        }
+        return decision_dict(self)
 
 
 # ---------------------------------------------------------------- estimator state

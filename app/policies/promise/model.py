@@ -9,6 +9,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from app.policies.base import decision_dict
 from app.policies.promise.estimator import Estimate, Estimator
 from app.policies.promise.grants import waves
 from app.policies.promise.loss import Load
@@ -101,21 +102,7 @@ class Decision(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (audit and ETA)."""
-        return {
-            "id": self.job_id,
-            "action": self.action,
-            "cpus": self.cpus,
-            "reason": self.reason,
-            "start_s": self.start_s,
-            "finish_s": self.finish_s,
-            "finish_point_s": self.finish_point_s,
-            "earliest_finish_s": self.earliest_finish_s,
-            "waits_for": self.waits_for,
-            "work_bound": self.work_bound,
-            "source": self.source,
-            "latest_start_s": self.latest_start_s,
-            "crowd_out": self.crowd_out,
-        }
+        return decision_dict(self)
 
 
 def when(t: float, now_s: float) -> str:
