@@ -46,6 +46,7 @@ from app.observability.prometheus import RMRequestMetrics, SidecarCollector
 from app.observability.whatif_runs import WhatIfRuns
 from app.redact import redact_url
 from app.services.admission import build_admission_service
+from app.services.base import LoopService
 from app.services.controller import Controller
 from app.services.history import HistoryCollector
 from app.services.leader import Leadership
@@ -81,13 +82,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
-        if settings.auth == "none":
-            log.warning(
-                "authentication is OFF (YARN_SIDECAR_AUTH=none): anyone who can reach %s:%s "
-                "acts as an operator",
-                settings.api_host,
-                settings.api_port,
-            )
+        _warn_if_open(settings)
         async with AsyncExitStack() as stack:
             size_thread_pools()
             engine = make_engine(settings.effective_database_url)
@@ -98,125 +93,10 @@ def create_app(
                 sessions=make_session_factory(engine),
                 templates=templates,
             )
-            public_urls = tuple(redact_url(u) for u in settings.rm_urls)
-            rm_metrics = RMRequestMetrics(state.metrics)
-            client = RMClient(
-                settings.rm_urls,
-                user=settings.rm_user,
-                timeout_s=settings.rm_timeout_s,
-                retries=settings.rm_retries,
-                transport=rm_transport,
-                **rm_client_options(settings),
-                observer=rm_metrics.observe,
-                on_failover=rm_metrics.failover,
-            )
-            await stack.enter_async_context(client)
-            state.poller = Poller(
-                client,
-                state.sessions,
-                cluster_name=settings.cluster_name,
-                rm_urls=public_urls,
-                interval_s=settings.poll_interval_s,
-            )
-            collector: list[HistoryCollector] = []
-            if settings.jobhistory_url:
-                jhs = JobHistoryClient(
-                    settings.jobhistory_url,
-                    timeout_s=settings.jobhistory_timeout_s,
-                    **rm_client_options(settings),
-                )
-                await stack.enter_async_context(jhs)
-                collector.append(
-                    HistoryCollector(
-                        jhs,
-                        state.sessions,
-                        cluster_name=settings.cluster_name,
-                        interval_s=settings.poll_interval_s,
-                    )
-                )
-            guard = settings.guard_config()
-            probe_http = None
-            if guard is not None and any(slo.url for slo in guard.slos):
-                # operator-configured probe URLs only; no proxy from the environment
-                probe_http = await stack.enter_async_context(
-                    httpx.AsyncClient(trust_env=False, follow_redirects=False)
-                )
-            state.controller = Controller(
-                Actuator(client),
-                state.sessions,
-                defaults=settings.control_config(),
-                cluster_name=settings.cluster_name,
-                rm_urls=public_urls,
-                poll_interval_s=settings.poll_interval_s,
-                history=bool(collector),
-                guard=guard,
-                probe_http=probe_http,
-            )
-            state.admission = build_admission_service(
-                settings, client, state.sessions, eager=run_loops
-            )
-            controller = state.controller
-            placement: list[ObservedPlacement] = []
-            if settings.placement_queue:
-                placement.append(
-                    ObservedPlacement(
-                        client,
-                        state.sessions,
-                        cluster_name=settings.cluster_name,
-                        target_queue=settings.placement_queue,
-                        interval_s=settings.poll_interval_s,
-                        mode=lambda: controller.current(controller.clock()).cfg.mode,
-                    )
-                )
-
-            def policy_info() -> tuple[str, str]:
-                cfg = controller.current(controller.clock()).cfg
-                return cfg.policy, cfg.mode
-
-            if run_loops:
-                state.leadership = Leadership(
-                    settings.effective_database_url,
-                    state.sessions,
-                    interval_s=settings.poll_interval_s,
-                )
-                leadership = state.leadership
-                # a write is fenced once this process's epoch is no longer the current one
-                state.controller.epoch = lambda: leadership.epoch
-                state.admission.epoch = lambda: leadership.epoch
-                state.admission.may_act = leadership.leads
-            leads = state.leadership.leads if state.leadership is not None else (lambda: True)
-            state.metrics.register(
-                SidecarCollector(
-                    state.sessions, settings.cluster_name, policy_info=policy_info, leader=leads
-                )
-            )
-            state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
-            stack.callback(state.whatif.close)
+            loops = await _build_services(stack, state, run_loops, rm_transport)
             api.state.sidecar = state
             if run_loops:
-                pruner = RetentionService(
-                    state.sessions,
-                    Windows(
-                        settings.retention_raw_days,
-                        max(settings.retention_hourly_days, settings.retention_raw_days),
-                        settings.retention_decision_days,
-                    ),
-                    interval_s=settings.retention_interval_s,
-                    batch=settings.retention_batch,
-                )
-                runtime = Runtime(
-                    [
-                        state.poller,
-                        *collector,
-                        state.controller,
-                        *placement,
-                        state.admission,
-                        pruner,
-                    ],
-                    state.leadership,
-                )
-                runtime.start()
-                stack.callback(runtime.shutdown)
+                _start_loops(stack, state, loops)
             yield
 
     api = FastAPI(
@@ -228,6 +108,151 @@ def create_app(
         redoc_url=None,
     )
     api_docs.install(api)
+    _include_routers(api)
+    api.mount("/ui/static", dashboard.static_files(), name="ui-static")
+    install_hardening(api, settings)
+    return api
+
+
+def _warn_if_open(settings: Settings) -> None:
+    """Say at start-up, loudly, when no request needs a credential."""
+    if settings.auth == "none":
+        log.warning(
+            "authentication is OFF (YARN_SIDECAR_AUTH=none): anyone who can reach %s:%s "
+            "acts as an operator",
+            settings.api_host,
+            settings.api_port,
+        )
+
+
+async def _build_services(
+    stack: AsyncExitStack,
+    state: SidecarState,
+    run_loops: bool,
+    rm_transport: httpx.AsyncBaseTransport | None,
+) -> list[LoopService]:
+    """Every service on ``state`` (each client's and resource's closing on ``stack``); returns
+    the loops to run, in the order they tick."""
+    settings = state.settings
+    public_urls = tuple(redact_url(u) for u in settings.rm_urls)
+    rm_metrics = RMRequestMetrics(state.metrics)
+    client = RMClient(
+        settings.rm_urls,
+        user=settings.rm_user,
+        timeout_s=settings.rm_timeout_s,
+        retries=settings.rm_retries,
+        transport=rm_transport,
+        **rm_client_options(settings),
+        observer=rm_metrics.observe,
+        on_failover=rm_metrics.failover,
+    )
+    await stack.enter_async_context(client)
+    state.poller = Poller(
+        client,
+        state.sessions,
+        cluster_name=settings.cluster_name,
+        rm_urls=public_urls,
+        interval_s=settings.poll_interval_s,
+    )
+    collector = await _history_collector(stack, state)
+    guard = settings.guard_config()
+    probe_http = None
+    if guard is not None and any(slo.url for slo in guard.slos):
+        # operator-configured probe URLs only; no proxy from the environment
+        probe_http = await stack.enter_async_context(
+            httpx.AsyncClient(trust_env=False, follow_redirects=False)
+        )
+    state.controller = Controller(
+        Actuator(client),
+        state.sessions,
+        defaults=settings.control_config(),
+        cluster_name=settings.cluster_name,
+        rm_urls=public_urls,
+        poll_interval_s=settings.poll_interval_s,
+        history=bool(collector),
+        guard=guard,
+        probe_http=probe_http,
+    )
+    state.admission = build_admission_service(settings, client, state.sessions, eager=run_loops)
+    controller = state.controller
+    placement: list[LoopService] = []
+    if settings.placement_queue:
+        placement.append(
+            ObservedPlacement(
+                client,
+                state.sessions,
+                cluster_name=settings.cluster_name,
+                target_queue=settings.placement_queue,
+                interval_s=settings.poll_interval_s,
+                mode=lambda: controller.current(controller.clock()).cfg.mode,
+            )
+        )
+
+    def policy_info() -> tuple[str, str]:
+        cfg = controller.current(controller.clock()).cfg
+        return cfg.policy, cfg.mode
+
+    if run_loops:
+        state.leadership = Leadership(
+            settings.effective_database_url, state.sessions, interval_s=settings.poll_interval_s
+        )
+        leadership = state.leadership
+        # a write is fenced once this process's epoch is no longer the current one
+        state.controller.epoch = lambda: leadership.epoch
+        state.admission.epoch = lambda: leadership.epoch
+        state.admission.may_act = leadership.leads
+    leads = state.leadership.leads if state.leadership is not None else (lambda: True)
+    state.metrics.register(
+        SidecarCollector(
+            state.sessions, settings.cluster_name, policy_info=policy_info, leader=leads
+        )
+    )
+    state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
+    stack.callback(state.whatif.close)
+    return [state.poller, *collector, state.controller, *placement, state.admission]
+
+
+async def _history_collector(stack: AsyncExitStack, state: SidecarState) -> list[LoopService]:
+    """The MapReduce JobHistory collector, when a JobHistory server is configured."""
+    settings = state.settings
+    if not settings.jobhistory_url:
+        return []
+    jhs = JobHistoryClient(
+        settings.jobhistory_url,
+        timeout_s=settings.jobhistory_timeout_s,
+        **rm_client_options(settings),
+    )
+    await stack.enter_async_context(jhs)
+    return [
+        HistoryCollector(
+            jhs,
+            state.sessions,
+            cluster_name=settings.cluster_name,
+            interval_s=settings.poll_interval_s,
+        )
+    ]
+
+
+def _start_loops(stack: AsyncExitStack, state: SidecarState, loops: list[LoopService]) -> None:
+    """Run ``loops`` and the retention pruner under the leader election (stopped on ``stack``)."""
+    settings = state.settings
+    pruner = RetentionService(
+        state.sessions,
+        Windows(
+            settings.retention_raw_days,
+            max(settings.retention_hourly_days, settings.retention_raw_days),
+            settings.retention_decision_days,
+        ),
+        interval_s=settings.retention_interval_s,
+        batch=settings.retention_batch,
+    )
+    runtime = Runtime([*loops, pruner], state.leadership)
+    runtime.start()
+    stack.callback(runtime.shutdown)
+
+
+def _include_routers(api: FastAPI) -> None:
+    """Every route, with the role reading it needs where the router does not say."""
     # Read-only resources need a viewer; the others declare their roles route by route.
     viewer = [Depends(require(Role.VIEWER))]
     # A request is matched against the routers in this order, and matching each one costs
@@ -246,9 +271,6 @@ def create_app(
     api.include_router(admission_routes.router)
     for router in (observe.router, whatif.router):
         api.include_router(router, dependencies=viewer)
-    api.mount("/ui/static", dashboard.static_files(), name="ui-static")
-    install_hardening(api, settings)
-    return api
 
 
 def schema_app() -> FastAPI:
