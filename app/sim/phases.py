@@ -132,114 +132,129 @@ def simulate(
     """Run ``jobs`` on ``nodes`` identical nodes under ``model`` (``task`` or ``prism``)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}")
-    p = params or core.PrismParams()
     state = {j.id: _Job(j) for j in jobs}
     if len(state) != len(jobs):
         raise ValueError("job ids must be unique")
-    cluster = [_Node(f"n{k}", node_capacity, node_capacity) for k in range(nodes)]
-    # (time, seq, kind, payload): kind 0 = a phase (or task) ends, 1 = a job arrives
-    events: list[tuple[float, int, int, tuple[Any, ...]]] = []
-    seq = 0
+    run = _Run(state, [_Node(f"n{k}", node_capacity, node_capacity) for k in range(nodes)])
     for j in jobs:
-        events.append((j.arrival_s, seq, 1, (j.id,)))
-        seq += 1
-    heapq.heapify(events)
-    used_vcore_s = 0.0
-    beat_pending = False
-    started = 0
-    task_ids = 0
-    end = 0.0
-    while events:
-        now = events[0][0]
-        while events and events[0][0] <= now + _SLACK:
-            _, _, kind, payload = heapq.heappop(events)
-            if kind == 2:
-                beat_pending = False
-                continue
-            if kind == 1:
-                job = state[payload[0]]
-                job.maps = core.TaskCounts(job.spec.maps, 0)
-                if job.spec.maps == 0:
-                    job.reduces = core.TaskCounts(job.spec.reduces, 0)
-                continue
-            node_k, job_id, task_id, phase, demand = payload
-            node, job = cluster[node_k], state[job_id]
-            node.free = core.Demand(
-                node.free.vcores + demand.vcores, node.free.memory_mb + demand.memory_mb
-            )
-            job.usage = job.usage.minus(demand)
-            if phase in core.NEXT:  # a leading phase ended: the task waits for its next phase
-                node.paused.append(core.PausedTask(task_id, job_id, core.NEXT[phase], now))
-                continue
-            _task_done(job, core.TASK_TYPE[phase], now)
-            end = max(end, now)
+        run.push(j.arrival_s, _ARRIVE, (j.id,))
+    while run.events:
+        now = run.events[0][0]
+        while run.events and run.events[0][0] <= now + _SLACK:
+            run.handle(heapq.heappop(run.events))
         if model == "prism":
-            for k, node in enumerate(cluster):
-                picks = _heartbeat_prism(node, state, now, p)
-                for pick in picks:
-                    c = pick.chosen.candidate
-                    job = state[c.job_id]
-                    task_id = c.task_id
-                    if c.leading:
-                        task_id = f"t{task_ids}"
-                        task_ids += 1
-                        _launch(job, core.TASK_TYPE[c.phase])
-                    else:
-                        node.paused = [t for t in node.paused if t.id != task_id]
-                    demand = pick.chosen.demand
-                    node.free = node.free.minus(demand)
-                    job.usage = job.usage.plus(demand)
-                    duration = job.spec.profile.phase(c.phase).duration_s
-                    used_vcore_s += demand.vcores * duration
-                    started += 1
-                    heapq.heappush(
-                        events, (now + duration, seq, 0, (k, c.job_id, task_id, c.phase, demand))
-                    )
-                    seq += 1
-            if not beat_pending and any(node.paused for node in cluster):
-                # paused tasks gain urgency with time: the nodes heartbeat again
-                heapq.heappush(events, (now + HEARTBEAT_S, seq, 2, ()))
-                seq += 1
-                beat_pending = True
+            run.heartbeat_prism(now, params or core.PrismParams())
         else:
-            for k, node in enumerate(cluster):
-                while True:
-                    chosen = _next_task(node, state)
-                    if chosen is None:
-                        break
-                    job, task_type = chosen
-                    demand = _container(job.spec, task_type)
-                    _launch(job, task_type)
-                    node.free = node.free.minus(demand)
-                    job.usage = job.usage.plus(demand)
-                    prof = job.spec.profile
-                    a, b = (
-                        (prof.map, prof.merge)
-                        if task_type == "map"
-                        else (prof.shuffle, prof.reduce)
-                    )
-                    used_vcore_s += a.vcores * a.duration_s + b.vcores * b.duration_s
-                    started += 2
-                    # the whole task as its second phase: it ends the task when it ends
-                    last = "merge" if task_type == "map" else "reduce"
-                    length = _length(prof, task_type)
-                    heapq.heappush(
-                        events, (now + length, seq, 0, (k, job.spec.id, "", last, demand))
-                    )
-                    seq += 1
+            run.fill_tasks(now)
     stuck = sorted(j.spec.id for j in state.values() if not j.done)
     if stuck:
         raise ValueError(f"jobs never finished (no node fits their tasks?): {', '.join(stuck[:5])}")
     first = min((j.arrival_s for j in jobs), default=0.0)
-    makespan = max(0.0, end - first)
+    makespan = max(0.0, run.end - first)
     capacity = nodes * node_capacity.vcores * makespan
     return PhaseResult(
         model,
         {j.spec.id: j.end_s - j.spec.arrival_s for j in state.values()},
         makespan,
-        used_vcore_s / capacity if capacity > 0 else 0.0,
-        started,
+        run.used_vcore_s / capacity if capacity > 0 else 0.0,
+        run.started,
     )
+
+
+# An event's kind, its tie-break after time and insertion order: a phase (or task) ends, a job
+# arrives, the nodes heartbeat.
+_END, _ARRIVE, _BEAT = 0, 1, 2
+
+
+@dataclass(slots=True)
+class _Run:
+    """One simulation's event heap ``(time, seq, kind, payload)`` and what it has counted."""
+
+    state: dict[str, _Job]
+    cluster: list[_Node]
+    events: list[tuple[float, int, int, tuple[Any, ...]]] = field(default_factory=list)
+    seq: int = 0
+    used_vcore_s: float = 0.0
+    beat_pending: bool = False
+    started: int = 0  # phases started
+    task_ids: int = 0
+    end: float = 0.0  # when the last task ended
+
+    def push(self, at: float, kind: int, payload: tuple[Any, ...]) -> None:
+        """Schedule an event; ties in time keep the order they were pushed in."""
+        heapq.heappush(self.events, (at, self.seq, kind, payload))
+        self.seq += 1
+
+    def handle(self, event: tuple[float, int, int, tuple[Any, ...]]) -> None:
+        """Apply one event: a heartbeat's, a job's arrival (its maps, or its reduces when it
+        has none, become pending), or a phase's end (its resources freed; a leading phase's
+        task pauses on its node for its next phase, a last phase ends its task)."""
+        now, _, kind, payload = event
+        if kind == _BEAT:
+            self.beat_pending = False
+            return
+        if kind == _ARRIVE:
+            job = self.state[payload[0]]
+            job.maps = core.TaskCounts(job.spec.maps, 0)
+            if job.spec.maps == 0:
+                job.reduces = core.TaskCounts(job.spec.reduces, 0)
+            return
+        node_k, job_id, task_id, phase, demand = payload
+        node, job = self.cluster[node_k], self.state[job_id]
+        node.free = core.Demand(
+            node.free.vcores + demand.vcores, node.free.memory_mb + demand.memory_mb
+        )
+        job.usage = job.usage.minus(demand)
+        if phase in core.NEXT:  # a leading phase ended: the task waits for its next phase
+            node.paused.append(core.PausedTask(task_id, job_id, core.NEXT[phase], now))
+            return
+        _task_done(job, core.TASK_TYPE[phase], now)
+        self.end = max(self.end, now)
+
+    def heartbeat_prism(self, now: float, params: core.PrismParams) -> None:
+        """Every node's PRISM heartbeat: start the phases it picks (a leading phase starts a new
+        task; a paused task resumes), then heartbeat again while tasks are paused."""
+        for k, node in enumerate(self.cluster):
+            for pick in _heartbeat_prism(node, self.state, now, params):
+                c = pick.chosen.candidate
+                job = self.state[c.job_id]
+                task_id = c.task_id
+                if c.leading:
+                    task_id = f"t{self.task_ids}"
+                    self.task_ids += 1
+                    _launch(job, core.TASK_TYPE[c.phase])
+                else:
+                    node.paused = [t for t in node.paused if t.id != task_id]
+                demand = pick.chosen.demand
+                node.free = node.free.minus(demand)
+                job.usage = job.usage.plus(demand)
+                duration = job.spec.profile.phase(c.phase).duration_s
+                self.used_vcore_s += demand.vcores * duration
+                self.started += 1
+                self.push(now + duration, _END, (k, c.job_id, task_id, c.phase, demand))
+        if not self.beat_pending and any(node.paused for node in self.cluster):
+            # paused tasks gain urgency with time: the nodes heartbeat again
+            self.push(now + HEARTBEAT_S, _BEAT, ())
+            self.beat_pending = True
+
+    def fill_tasks(self, now: float) -> None:
+        """Task-level scheduling: each node starts whole tasks, each on a container of its
+        phases' peak, while one fits."""
+        for k, node in enumerate(self.cluster):
+            while (chosen := _next_task(node, self.state)) is not None:
+                job, task_type = chosen
+                demand = _container(job.spec, task_type)
+                _launch(job, task_type)
+                node.free = node.free.minus(demand)
+                job.usage = job.usage.plus(demand)
+                prof = job.spec.profile
+                a, b = (prof.map, prof.merge) if task_type == "map" else (prof.shuffle, prof.reduce)
+                self.used_vcore_s += a.vcores * a.duration_s + b.vcores * b.duration_s
+                self.started += 2
+                # the whole task as its second phase: it ends the task when it ends
+                last = "merge" if task_type == "map" else "reduce"
+                length = _length(prof, task_type)
+                self.push(now + length, _END, (k, job.spec.id, "", last, demand))
 
 
 def _launch(job: _Job, task_type: str) -> None:
