@@ -28,7 +28,10 @@ and Promise did not, by what Promise did with the job: refused at arrival or aft
 whose history bounded it, or that it was held back for the arrivals it would crowd out), killed
 at its first wave or past its deadline, or late. Each section ends with what the jobs refused
 after waiting last waited for (``wait_class``): room for their promise, for a try, for a grant
-they could risk, and so on.
+they could risk, and so on. A cell where Promise wastes more than 0.02 of the work gets a second
+line: that waste by how each run that missed was started (``start_class``: promised, tried or
+explored, at its first round or after a wait), with how many of each missed and, for tries, the
+mean chance they were started on against the share that met (``waste_by_start``).
 
 ``--selection`` runs the selection set instead, the seeded workloads a rule is chosen on before
 it is checked on the traces: ``synthetic`` (``trace.synthetic``) and ``recurring`` for seeds 1 to
@@ -54,9 +57,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.sim import deadlines, experiment, recurring, trace
+from app.sim import deadlines, experiment, metrics, recurring, trace
 from app.sim.cluster import ClusterSpec
-from app.sim.jobs import JobRun, SimJob, Status, reason_shape
+from app.sim.jobs import Decided, JobRun, SimJob, Status, reason_shape
 from app.sim.promise_adapter import PromiseAllocator
 from app.sim.runner import SimResult, Simulation
 
@@ -175,6 +178,54 @@ def wait_class(run: JobRun) -> str | None:
     return reason_shape(re.sub(r" \(after [^)]*\)", "", why))
 
 
+_CHANCE = re.compile(r"(\d+)% of its history fits")
+
+
+def start_class(decided: Decided, job: SimJob) -> str:
+    """How Promise started a job (``--explain``): promised, tried or explored (its admission's
+    reason says), at its first round (its submission, in the simulator) or after a wait."""
+    kind = "promised"
+    for word in ("tried", "explored"):
+        if decided.reason.startswith(word):
+            kind = word
+    return (
+        f"{kind} {'at its first round' if decided.at_s - job.submit_s < 1e-3 else 'after a wait'}"
+    )
+
+
+def waste_by_start(result: SimResult) -> str:
+    """Promise's waste in one run (``result`` with its decision log) by how each run was started
+    (``start_class``): each class's wasted work as a share of the run's work (WTR's own measure,
+    ``metrics.outcomes``), how many of its starts missed, and for tries the mean chance they were
+    started on against the share of them that met; the largest waste first."""
+    started: dict[str, Decided] = {}
+    for d in result.decision_log:
+        if d.action == "admit":
+            started.setdefault(d.job_id, d)
+    total = sum(r.job.work for r in result.runs)
+    # class: [starts, misses, wasted work, chances]
+    by: dict[str, list[Any]] = {}
+    for r in result.runs:
+        admit = started.get(r.job.job_id)
+        if admit is None:
+            continue
+        row = by.setdefault(start_class(admit, r.job), [0, 0, 0.0, []])
+        row[0] += 1
+        if r.status is not Status.SUCCEEDED:
+            row[1] += 1
+            row[2] += r.consumed
+        if (chance := _CHANCE.search(admit.reason)) is not None:
+            row[3].append((int(chance.group(1)) / 100, r.status is Status.SUCCEEDED))
+    parts = []
+    for name, (n, missed, wasted, chances) in sorted(by.items(), key=lambda kv: -kv[1][2]):
+        part = f"{name} {wasted / total if total else 0.0:.3f} ({missed} of {n} missed"
+        if chances:
+            mean = sum(p for p, _ in chances) / len(chances)
+            part += f"; chance {mean:.2f}, met {sum(m for _, m in chances) / len(chances):.2f}"
+        parts.append(part + ")")
+    return "; ".join(parts)
+
+
 def explain(cells: list[dict[str, Any]], loads: dict[str, list[SimJob]], seed: int) -> str:
     """Where Promise lost jobs against each cell's best other policy: first the cells where the
     goal fails, then those where it holds with Promise behind the best (within 0.01), whose
@@ -228,7 +279,10 @@ def _explain_cell(
         jobs, c["deadlines"], c["vcores"], cell_seed, c.get("basis", "ideal")
     )
     spec = ClusterSpec(c["vcores"])
-    ran = {n: experiment.run_policy(n, dj, spec, model=c["model"]) for n in ("promise", other)}
+    ran = {
+        n: experiment.run_policy(n, dj, spec, model=c["model"], decision_log=n == "promise")
+        for n in ("promise", other)
+    }
     runs = {n: {r.job.job_id: r for r in result.runs} for n, result in ran.items()}
     met = {n: {j for j, r in rs.items() if r.status is Status.SUCCEEDED} for n, rs in runs.items()}
     only = met[other] - met["promise"]
@@ -239,6 +293,9 @@ def _explain_cell(
         f"{len(only)} that Promise did not, Promise "
         f"{len(met['promise'] - met[other])} that it did not; {_tally(lost)}"
     )
+    wtr = metrics.outcomes(ran["promise"].runs).wtr
+    if wtr > 0.02:
+        line += f"\n  Promise's waste, WTR {wtr:.3f}: {waste_by_start(ran['promise'])}"
     return line, lost, waits
 
 

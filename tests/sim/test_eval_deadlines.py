@@ -269,6 +269,48 @@ def test_explain_reruns_failing_cells_then_those_behind_within_the_goal(ev: Modu
     assert after > 0 and sum(n for _, n in _counts(waits)) == after
 
 
+def test_explain_splits_a_wasteful_cells_waste_by_how_each_run_was_started(
+    ev: ModuleType,
+) -> None:
+    # template deadlines: runs slower than their template's median miss, and Promise wastes
+    name, jobs, seed = ev.selection(60, [3], "template")[0]
+    res = ev.run_cell(jobs, 20, "Fixed1x", "fluid", seed, "template")
+    wtr = res["promise"]["wtr"]
+    assert wtr > 0.02
+    cell = {
+        "workload": name,
+        "vcores": 20,
+        "deadlines": "Fixed1x",
+        "model": "fluid",
+        "basis": "template",
+        "results": res,
+        "margin": 0.0,
+        "goal": False,
+    }
+    line = ev.explain([cell], {name: jobs}, 0).splitlines()[1]
+    head, parts = line.split(": ", 1)
+    assert head == f"  Promise's waste, WTR {wtr:.3f}"
+    shares, missed, started = 0.0, 0, 0
+    for part in parts.split("; "):
+        if part.startswith("chance"):
+            continue  # a try class's second half: ``chance P, met M)``
+        kind, when_, rest = part.split(" ", 2)
+        assert kind in ("promised", "tried", "explored")
+        assert when_ in ("at", "after")
+        share, counts = rest.rsplit(" (", 1) if "(" in rest else (rest, "")
+        shares += float(share.split()[-1])
+        m, n = counts.split(" missed")[0].split(" of ")
+        missed, started = missed + int(m), started + int(n)
+    # every class's waste adds up to the cell's WTR (each printed to 3 decimals)
+    assert shares == pytest.approx(wtr, abs=0.002)
+    # and its counts to the jobs Promise started, and those of them that missed
+    dj = ev.deadlines.assign_deadlines(jobs, "Fixed1x", 20, seed, "template")
+    run = ev.experiment.run_policy("promise", dj, ev.ClusterSpec(20), model="fluid")
+    ran = [r for r in run.runs if r.start_s is not None]
+    assert started == len(ran)
+    assert missed == sum(r.status is not ev.Status.SUCCEEDED for r in ran)
+
+
 def _counts(line: str) -> list[tuple[str, int]]:
     """The ``name count`` parts of an ``explain`` line, after its first ``: `` (a cell's line
     first says who met what, which is not one of them)."""
