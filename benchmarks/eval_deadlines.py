@@ -193,6 +193,18 @@ def start_class(decided: Decided, job: SimJob) -> str:
     )
 
 
+@dataclasses.dataclass
+class _Started:
+    """Runs Promise started one way (``start_class``) in one run, and what became of them."""
+
+    runs: int = 0
+    missed: int = 0
+    wasted: float = 0.0  # vcore-seconds the missed ones used
+    chances: list[tuple[float, bool]] = dataclasses.field(
+        default_factory=list
+    )  # a try's chance, and met
+
+
 def waste_by_start(result: SimResult) -> str:
     """Promise's waste in one run (``result`` with its decision log) by how each run was started
     (``start_class``): each class's wasted work as a share of the run's work (WTR's own measure,
@@ -203,25 +215,28 @@ def waste_by_start(result: SimResult) -> str:
         if d.action == "admit":
             started.setdefault(d.job_id, d)
     total = sum(r.job.work for r in result.runs)
-    # class: [starts, misses, wasted work, chances]
-    by: dict[str, list[Any]] = {}
+    by: dict[str, _Started] = {}
     for r in result.runs:
         admit = started.get(r.job.job_id)
         if admit is None:
             continue
-        row = by.setdefault(start_class(admit, r.job), [0, 0, 0.0, []])
-        row[0] += 1
-        if r.status is not Status.SUCCEEDED:
-            row[1] += 1
-            row[2] += r.consumed
+        row = by.setdefault(start_class(admit, r.job), _Started())
+        met = r.status is Status.SUCCEEDED
+        row.runs += 1
+        if not met:
+            row.missed += 1
+            row.wasted += r.consumed
         if (chance := _CHANCE.search(admit.reason)) is not None:
-            row[3].append((int(chance.group(1)) / 100, r.status is Status.SUCCEEDED))
+            row.chances.append((int(chance.group(1)) / 100, met))
     parts = []
-    for name, (n, missed, wasted, chances) in sorted(by.items(), key=lambda kv: -kv[1][2]):
-        part = f"{name} {wasted / total if total else 0.0:.3f} ({missed} of {n} missed"
-        if chances:
-            mean = sum(p for p, _ in chances) / len(chances)
-            part += f"; chance {mean:.2f}, met {sum(m for _, m in chances) / len(chances):.2f}"
+    for name, row in sorted(by.items(), key=lambda kv: -kv[1].wasted):
+        share = row.wasted / total if total else 0.0
+        part = f"{name} {share:.3f} ({row.missed} of {row.runs} missed"
+        if row.chances:
+            mean = sum(p for p, _ in row.chances) / len(row.chances)
+            part += (
+                f"; chance {mean:.2f}, met {sum(m for _, m in row.chances) / len(row.chances):.2f}"
+            )
         parts.append(part + ")")
     return "; ".join(parts)
 

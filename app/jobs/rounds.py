@@ -332,7 +332,7 @@ def _justice_round(
     else:
         _store(session, new_jobs)
         free, n_running, waiting_count, evaluated = _decide_all(
-            session, policy, state, result, now_ms, wanted
+            session, policy, state, result, result.capacity, now_ms, wanted
         )
     numbers: dict[str, Any] = {
         "trigger": trigger,
@@ -373,21 +373,20 @@ def _decide_all(
     policy: AdmissionPolicy,
     state: EstimatorState,
     result: RoundResult,
+    cap: int,
     now_ms: int,
     wanted: set[str],
 ) -> tuple[int, int, int, int | None]:
     """Decide every queued and running job (into ``result.decisions``); returns the free vcores
     before the round, how many jobs run and wait, and how many waiting jobs were decided when
     ``selected_waiting`` read fewer than all."""
-    assert result.capacity is not None
     running, waiting_count = jobs_repo.holding_inputs(session)
-    free = max(result.capacity - policy.booked(running), 0)
+    free = max(cap - policy.booked(running), 0)
     now_s = now_ms / 1000
     # Kills free CPUs before any admission (Algorithm 6), and they depend on the holding jobs
     # alone.
-    kills = policy.admit([], running, free, result.capacity, now_s, state)
+    kills = policy.admit([], running, free, cap, now_s, state)
     freed = sum(d.cpus for d in kills if d.action == "kill")
-    cap = result.capacity
     waiting = selected_waiting(session, policy, state, cap, now_ms, free + freed, wanted)
     result.decisions = list(policy.admit(waiting, running, free, cap, now_s, state))
     evaluated = len(waiting) if len(waiting) < waiting_count else None

@@ -142,7 +142,6 @@ class _Candidate(NamedTuple):
     """A waiting job its bound says can finish in time, as a round offers it capacity."""
 
     lst: float  # latest start: its bound's waves on all it can use end at its deadline
-    upper: float  # its work bound
     job: WaitingJob
     est: Estimate
     limit: int  # the most vcores it can use
@@ -283,10 +282,10 @@ def _triage(rnd: Round, waiting: Sequence[WaitingJob]) -> tuple[list[_Candidate]
                 tries.append(cand)
             continue
         lst = due - waves(j.tasks, limit, rnd.div) * task_u
-        cands.append(_Candidate(lst, est.upper, j, est, limit))
+        cands.append(_Candidate(lst, j, est, limit))
     # Least laxity first: a job that must start soon is offered capacity before one that can
     # wait; among equally urgent jobs, the smallest work bound first.
-    cands.sort(key=lambda c: (c.lst, c.upper, c.job.id))
+    cands.sort(key=lambda c: (c.lst, c.est.upper, c.job.id))
     return cands, tries
 
 

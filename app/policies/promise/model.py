@@ -202,7 +202,9 @@ class Round:
         """What a miss's waste is priced at (``PromiseParams.waste_price``)."""
         return self.params.waste_price
 
-    def hold(self, j: WaitingJob, est: Estimate, g: int) -> None:
-        """Book ``g`` vcores for ``j`` from now in both timelines."""
+    def hold(self, j: WaitingJob, est: Estimate, g: int) -> float:
+        """Book ``g`` vcores for ``j`` from now in both timelines; returns its central end."""
         bisect.insort(self.held, release(j, est, g, self.now_s, self.am, self.div))
-        bisect.insort(self.expected, release(j, est, g, self.now_s, self.am, self.div, True))
+        central = release(j, est, g, self.now_s, self.am, self.div, True)
+        bisect.insort(self.expected, central)
+        return central[0]

@@ -78,7 +78,6 @@ from app.policies.promise.model import (
     Round,
     WaitingJob,
     queue_decision,
-    release,
     unpromised,
     when,
 )
@@ -317,8 +316,7 @@ def start_tries(rnd: Round, tries: list[Try], avail: int) -> int:
             continue
         g, p = chosen
         avail -= g + am
-        rnd.hold(j, est, g)
-        finish = release(j, est, g, now_s, am, rnd.div, central=True)[0]
+        finish = rnd.hold(j, est, g)
         rnd.out.append(
             unpromised(
                 j,
