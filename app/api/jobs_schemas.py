@@ -241,6 +241,12 @@ class JobOut(BaseModel):
         "RM's container list when its run sets task_containers (Promise ends the job once its "
         "waves at that pace cannot finish by the deadline); null until timed.",
     )
+    progress: float | None = Field(
+        None,
+        description="Its app's latest progress (0 to 1), read from the RM when its run sets "
+        "task_containers (Promise ends the job once the rate since its first reading above 0 "
+        "ends it after the deadline); null until read.",
+    )
     reason: str
     updated_at: dt.datetime
     owner: str | None = Field(None, description="The user it runs as and who may cancel it.")

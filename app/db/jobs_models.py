@@ -102,6 +102,12 @@ class Job(Base):
     # How long its first tasks have run without one ending, the largest seen (``app.jobs.
     # first_wave``); None until timed.
     task_floor_s: Mapped[float | None] = mapped_column(Float)
+    # Its app's progress (0 to 1) at the first reading above 0 and at the latest, with when each
+    # was read (``jobs_repo.record_progress``); None until read.
+    progress_first: Mapped[float | None] = mapped_column(Float)
+    progress_first_ms: Mapped[int | None] = mapped_column(BigInteger)
+    progress_last: Mapped[float | None] = mapped_column(Float)
+    progress_last_ms: Mapped[int | None] = mapped_column(BigInteger)
     lifetime_expiry_ms: Mapped[int | None] = mapped_column(BigInteger)
     timeout_set: Mapped[bool] = mapped_column(Boolean, default=False)
     reason: Mapped[str] = mapped_column(Text, default="")

@@ -235,24 +235,22 @@ def jobs_in(
 
 
 def timed_jobs(
-    session: Session, limit: int, skip: Container[str] = ()
+    session: Session, limit: int, skip: Container[str] = (), *, waves: bool = True
 ) -> list[tuple[str, str, int]]:
-    """``(job id, app id, deadline ms)`` of submitted jobs of more tasks than vcores granted
-    whose app is RUNNING and whose run sets ``task_containers`` true (``times_tasks``), except
-    those in ``skip``, earliest deadline first (their first waves are timed:
-    ``app.jobs.first_wave``; a job of one wave shows a miss only at its deadline, which ends it
-    anyway). The run is JSON, read here rather than queried per database dialect; the jobs whose
-    apps run at once are few."""
+    """``(job id, app id, deadline ms)`` of submitted jobs whose app is RUNNING and whose run
+    sets ``task_containers`` true (``times_tasks``), except those in ``skip``, earliest deadline
+    first; with ``waves``, only those of more tasks than vcores granted (their first waves are
+    timed: ``app.jobs.first_wave``; a job of one wave shows a miss that way only at its
+    deadline), else every one (their progress is read: ``record_progress``). The run is JSON,
+    read here rather than queried per database dialect; the jobs whose apps run at once are
+    few."""
     stmt = (
         select(Job.id, Job.app_id, Job.run, Job.deadline_ms)
-        .where(
-            Job.state == SUBMITTED,
-            Job.app_state == "RUNNING",
-            Job.app_id.is_not(None),
-            Job.requested_tasks > Job.granted_cpus,
-        )
+        .where(Job.state == SUBMITTED, Job.app_state == "RUNNING", Job.app_id.is_not(None))
         .order_by(Job.deadline_ms, Job.id)
     )
+    if waves:
+        stmt = stmt.where(Job.requested_tasks > Job.granted_cpus)
     out: list[tuple[str, str, int]] = []
     for job_id, app_id, run, deadline_ms in session.execute(stmt):
         if job_id in skip or app_id is None:
@@ -276,6 +274,25 @@ def raise_task_floors(session: Session, floors: Mapping[str, float]) -> None:
                 or_(Job.task_floor_s.is_(None), Job.task_floor_s < floor),
             )
             .values(task_floor_s=floor)
+        )
+
+
+def record_progress(session: Session, readings: Mapping[str, tuple[float, int]]) -> None:
+    """Store each still-submitted job's progress reading ``(progress 0 to 1, read at ms)``: as
+    its first reading too while it has none above 0, and as its latest when read after the one
+    stored (``promise.model.progress_end`` projects the job's end from the two)."""
+    for job_id, (progress, at_ms) in readings.items():
+        mine = (Job.id == job_id, Job.state == SUBMITTED)
+        if progress > 0:
+            session.execute(
+                update(Job)
+                .where(*mine, Job.progress_first.is_(None))
+                .values(progress_first=progress, progress_first_ms=at_ms)
+            )
+        session.execute(
+            update(Job)
+            .where(*mine, or_(Job.progress_last_ms.is_(None), Job.progress_last_ms < at_ms))
+            .values(progress_last=progress, progress_last_ms=at_ms)
         )
 
 

@@ -45,6 +45,7 @@ from app.domain.tags import HOLDING_STATES, QUEUED
 from app.policies.base import PolicyError
 from app.policies.promise import core, grants
 from app.policies.promise.estimator import Estimator, EstimatorParams, Outcome
+from app.policies.promise.model import progress_end
 from app.policies.promise.signature import Keys, keys_for
 
 
@@ -335,6 +336,16 @@ class ArrivalMeter:
         return rows
 
 
+def _progress_end(
+    first: float | None, first_ms: int | None, last: float | None, last_ms: int | None
+) -> float:
+    """When a job's stored progress readings say it ends (``model.progress_end``); 0 without
+    two readings."""
+    if first is None or first_ms is None or last is None or last_ms is None:
+        return 0.0
+    return progress_end(first, first_ms / 1000, last, last_ms / 1000)
+
+
 def admission_jobs(
     session: Session, *, holding_only: bool = False
 ) -> tuple[list[core.WaitingJob], list[core.RunningJob]]:
@@ -348,7 +359,8 @@ def admission_jobs(
     columns = (
         Job.id, Job.state, Job.requested_tasks, Job.deadline_s, Job.submitted_ms,
         Job.admitted_ms, Job.granted_cpus, Job.task_floor_s, Job.name, Job.run, Job.owner,
-        Job.tags, Job.queue,
+        Job.tags, Job.queue, Job.progress_first, Job.progress_first_ms, Job.progress_last,
+        Job.progress_last_ms,
     )  # fmt: skip
     stmt = (
         select(*columns)
@@ -360,16 +372,15 @@ def admission_jobs(
     running: list[core.RunningJob] = []
     for row in session.connection().execute(stmt):
         job_id, state, tasks, deadline_s, submitted_ms, admitted_ms, cpus, floor = row[:8]
-        keys = run_keys(*row[8:])
+        keys = run_keys(*row[8:13])
         submitted = submitted_ms / 1000
         if state == QUEUED:
             timed = times_tasks(row[9])
             waiting.append(core.WaitingJob(job_id, tasks, deadline_s, submitted, keys, timed=timed))
         else:
-            started = (admitted_ms or submitted_ms) / 1000
+            started, cpus = (admitted_ms or submitted_ms) / 1000, cpus or 0
+            seen = (floor or 0.0, _progress_end(*row[13:]))
             running.append(
-                core.RunningJob(
-                    job_id, tasks, deadline_s, submitted, started, cpus or 0, keys, floor or 0.0
-                )
+                core.RunningJob(job_id, tasks, deadline_s, submitted, started, cpus, keys, *seen)
             )
     return waiting, running

@@ -9,6 +9,8 @@ A simulated job's signature is its normalised name with user and queue where the
 names (``recurring``); the traces carry none, so there it is the queue, user and the power-of-two
 class of the task count (``signature.size_class``). Fallback keys: the user, the queue, global.
 Arrivals feed ``core.LoadMeter`` with their estimated work, slack and need (``arrive_job``).
+A running job's progress shows when it ends ``PromiseParams.progress_s`` after its start, as
+the live sidecar's readings of the RM's app progress would (``_progress_end``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from app.policies.justice import core as justice
 from app.policies.promise import core, grants
 from app.policies.promise.admission import PromiseAdmission
 from app.policies.promise.estimator import Estimator, Outcome, params_from
+from app.policies.promise.model import progress_end
 from app.policies.promise.signature import Keys, normalise_name, size_class
 from app.sim.jobs import JobRun, SimJob, Status
 from app.sim.justice_adapter import PRIORITY_ADMISSION, _Admission
@@ -135,13 +138,15 @@ class PromiseAllocator(_Admission):
     def _running_job(self, r: JobRun, now: float) -> core.RunningJob:
         """What the sidecar knows of a running job, its first wave's tasks included: how long
         they have run, up to a task's duration (its work per task: in the fluid model a grant
-        runs its tasks' work back to back, ``tasks / grant`` of them per vcore)."""
+        runs its tasks' work back to back, ``tasks / grant`` of them per vcore), and once its
+        progress shows it, when it ends (``_progress_end``)."""
         assert self.ctx is not None
         job_id = r.job.job_id
-        known = self._as_running.get(job_id)
-        if known is not None:
-            return known
         start = r.start_s if r.start_s is not None else now
+        progress_end = self._progress_end(r, start, now)
+        known = self._as_running.get(job_id)
+        if known is not None and known.progress_end_s == progress_end:
+            return known
         task_s = task_seconds(r)
         spec = core.RunningJob(
             job_id,
@@ -152,16 +157,31 @@ class PromiseAllocator(_Admission):
             r.grant,
             self._keys[job_id],
             min(now - start, task_s),
+            progress_end,
         )
         if now - start >= task_s:
             self._as_running[job_id] = spec
         return spec
 
+    def _progress_end(self, r: JobRun, start: float, now: float) -> float:
+        """When its progress says ``r`` ends, once ``PromiseParams.progress_s`` after its start
+        (0 before). Its progress is its work done as MapReduce counts it, finished tasks and
+        the running ones' share of theirs: on a fixed grant it rises at the grant's width over
+        its work from its start, so it projects ``start + work / width``, its end in the fluid
+        model; in the task model a last wave narrower than the grant ends later than that, and
+        a miss only that wave causes shows only at the deadline."""
+        seen = self.params.progress_s
+        if seen <= 0 or now - start < seen - 1e-9 or r.job.work <= 0:
+            return 0.0
+        done = min(1.0, min(r.grant, r.job.tasks) * (now - start) / r.job.work)
+        return progress_end(0.0, start, done, now)
+
     def _apply(self, d: justice.Decision) -> None:
-        """Apply, and for an admitted job of several waves that will miss, run a round when
+        """Apply, and for an admitted job that will miss, run a round when its progress shows
+        it (``PromiseParams.progress_s`` after its start) and, for a job of several waves, when
         its first wave's tasks have run long enough to show it (``core.first_wave_verdict_s``),
-        as the sidecar's next poll after that moment would. A one-wave job shows it only at its
-        deadline, where the rounds stay as they were: at the next arrival or completion."""
+        as the sidecar's next poll after that moment would. Other rounds stay as they were: at
+        the next arrival or completion."""
         super()._apply(d)
         if d.action in ("admit", "drop"):
             del self._as_waiting[d.job_id]
@@ -173,6 +193,9 @@ class PromiseAllocator(_Admission):
         ctx = self.ctx
         run = self._running[d.job_id]
         div = self.params.divisible
+        seen = ctx.now + self.params.progress_s
+        if self._progress_end(run, ctx.now, seen) > run.deadline_at:
+            ctx.engine.schedule(seen + 1e-6, self._request, PRIORITY_ADMISSION)
         n_waves = grants.waves(run.job.tasks, run.grant, div)
         if n_waves > 1 and ctx.now + n_waves * task_seconds(run) > run.deadline_at:
             at = core.first_wave_verdict_s(self._running_job(run, ctx.now), div)

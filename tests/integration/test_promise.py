@@ -175,6 +175,9 @@ async def test_a_job_whose_first_wave_shows_a_miss_is_killed_before_its_deadline
     print(kill["reason"])
     assert "first tasks ran" in kill["reason"] and "4 waves" in kill["reason"]
     assert detail["task_floor_s"] > 15
+    # its progress was read from the RM too (a distributed-shell AM counts only finished
+    # containers, so it stayed at 0 and projected nothing)
+    assert detail["progress"] == 0.0
     # killed well before its deadline: the first wave showed the miss
     killed_at = dt.datetime.fromisoformat(kill["at"]).timestamp()
     assert killed_at < admitted + 45

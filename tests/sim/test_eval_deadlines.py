@@ -273,13 +273,13 @@ def test_explain_splits_a_wasteful_cells_waste_by_how_each_run_was_started(
     ev: ModuleType,
 ) -> None:
     # template deadlines: runs slower than their template's median miss, and Promise wastes
-    name, jobs, seed = ev.selection(60, [3], "template")[0]
-    res = ev.run_cell(jobs, 20, "Fixed1x", "fluid", seed, "template")
+    name, jobs, seed = ev.selection(120, [3], "template")[0]
+    res = ev.run_cell(jobs, 80, "Fixed1x", "fluid", seed, "template")
     wtr = res["promise"]["wtr"]
     assert wtr > 0.02
     cell = {
         "workload": name,
-        "vcores": 20,
+        "vcores": 80,
         "deadlines": "Fixed1x",
         "model": "fluid",
         "basis": "template",
@@ -304,8 +304,8 @@ def test_explain_splits_a_wasteful_cells_waste_by_how_each_run_was_started(
     # every class's waste adds up to the cell's WTR (each printed to 3 decimals)
     assert shares == pytest.approx(wtr, abs=0.002)
     # and its counts to the jobs Promise started, and those of them that missed
-    dj = ev.deadlines.assign_deadlines(jobs, "Fixed1x", 20, seed, "template")
-    run = ev.experiment.run_policy("promise", dj, ev.ClusterSpec(20), model="fluid")
+    dj = ev.deadlines.assign_deadlines(jobs, "Fixed1x", 80, seed, "template")
+    run = ev.experiment.run_policy("promise", dj, ev.ClusterSpec(80), model="fluid")
     ran = [r for r in run.runs if r.start_s is not None]
     assert started == len(ran)
     assert missed == sum(r.status is not ev.Status.SUCCEEDED for r in ran)

@@ -173,6 +173,34 @@ def test_promise_ends_a_job_its_first_wave_shows_will_miss(model: str) -> None:
 
 
 @pytest.mark.parametrize("model", ["fluid", "tasks"])
+def test_promise_ends_a_job_its_progress_shows_will_miss(model: str) -> None:
+    # Three runs teach the signature 10 s tasks; the fourth has 40 s tasks. Promised its 4
+    # vcores (one wave of its bound fits its 15 s deadline, two would not), its tasks'
+    # durations cannot show the miss before its deadline; its progress does, ``progress_s``
+    # (5 s here) after its start: killed then, it has used 20 vcore-seconds. Without it, no
+    # round comes before the job's end (nothing else arrives or ends), and it burns all 160.
+    jobs = [SimJob(f"etl-{i}", 50.0 * i, 4, 40.0, name="etl", deadline_s=15.0) for i in range(3)]
+    jobs.append(SimJob("etl-big", 200.0, 4, 160.0, name="etl", deadline_s=15.0))
+    for seen, status, end, why in (
+        (
+            5.0,
+            Status.KILLED,
+            205.0,
+            "its progress ends it at now+35.0s, after its deadline now+10.0s",
+        ),
+        (0.0, Status.MISSED, 240.0, ""),
+    ):
+        params = {"progress_s": seen}
+        result = experiment.run_policy("promise", jobs, ClusterSpec(4), params, model=model)
+        runs = {r.job.job_id: r for r in result.runs}
+        big = runs["etl-big"]
+        assert big.status is status and big.grant == 4
+        assert big.end_s == pytest.approx(end) and big.consumed == pytest.approx(4 * (end - 200))
+        assert why in big.reason
+        assert all(runs[f"etl-{i}"].status is Status.SUCCEEDED for i in range(3))
+
+
+@pytest.mark.parametrize("model", ["fluid", "tasks"])
 def test_promise_learns_from_the_runs_it_kills(model: str) -> None:
     # One signature, four 10 s tasks a run, a run every 100 s: four loose deadlines (20 s, x = 2)
     # then a tight one (10 s, x = 1). The runs that end teach only the loose ratio 0.5, which

@@ -111,6 +111,7 @@ def job_out(row: Job) -> JobOut:
         vcore_seconds=row.vcore_seconds,
         met_deadline=row.met_deadline,
         task_floor_s=row.task_floor_s,
+        progress=row.progress_last,
         reason=row.reason,
         updated_at=ms_to_utc(row.updated_ms),
         owner=row.owner,

@@ -63,11 +63,17 @@ or waste work on real traces:
   Its first wave's tasks show their duration as they run: ``RunningJob.task_floor_s`` is how
   long they have run without one ending (or what they took), so ``ceil(n / g)`` waves of tasks
   alike end no earlier than ``started + waves * floor``; once that is after its deadline the job
-  is killed then, under the same learning exception. A one-wave job shows it only at its
-  deadline. The caller supplies the observation (the simulator from its model, the live sidecar
-  from the RM's container list for jobs that run one task per container); without one it is 0
-  and only the deadline kill applies. On the evaluation grid (``docs/evaluation.md``) it cut
-  WTR above 0.02 from 8 cells to none and raised SDR in 14 cells, lowering it in none.
+  is killed then, under the same learning exception. A one-wave job shows it this way only
+  at its deadline (but see "Progress"). The caller supplies the observation (the simulator
+  from its model, the live sidecar from the RM's container list for jobs that run one task per
+  container); without one it is 0 and only the deadline kill applies. On the evaluation grid
+  (``docs/evaluation.md``) it cut WTR above 0.02 from 8 cells to none and raised SDR in 14
+  cells, lowering it in none.
+* Progress: a job of one wave shows a miss sooner by its progress. ``RunningJob.progress_end_s``
+  is when the rate between two of its progress readings ends it (``model.progress_end``); once
+  that is after its deadline it is killed, under the same learning exception. The caller
+  supplies it (the simulator ``PromiseParams.progress_s`` after a start, the live sidecar from
+  the RM's app progress for jobs that run one task per container); 0 where not seen.
 * Risks on jobs it cannot promise (``risk``): tries of a job whose bound misses its deadline but
   some of its history meets it, promises after a wait, and exploration of a small job whose
   signature is still unknown, each started only when its chance is worth what a miss wastes.
@@ -196,27 +202,17 @@ def admit(
 
 
 def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int:
-    """Kill the running jobs that can no longer succeed (past their deadline, or whose first
-    wave shows a miss; small jobs still learning are kept), book the others' ends in the
-    round's timelines, and return the vcores free once the kills take effect."""
+    """Kill the running jobs that can no longer succeed (``_doomed``; small jobs still learning
+    are kept), book the others' ends in the round's timelines, and return the vcores free once
+    the kills take effect."""
     now_s, am, div = rnd.now_s, rnd.am, rnd.div
     for r in running:
         est = rnd.estimate(r.keys, r.tasks, r.deadline_s)
         w = waves(r.tasks, r.cpus, div)
         task_u = max(est.upper / r.tasks, r.task_floor_s)
         end_u = max(now_s, r.started_s + est.overhead_s + w * task_u)
-        late = now_s - r.deadline_at
-        # the earliest it can end if its tasks are alike: its waves, each at least as long as
-        # its first wave's tasks have already run
-        end_lb = r.started_s + w * r.task_floor_s
-        if late > EPS or (r.task_floor_s > 0 and end_lb > r.deadline_at + EPS):
-            why = (
-                f"past its deadline by {late:g}s"
-                if late > EPS
-                else f"its first tasks ran {r.task_floor_s:g}s without ending: "
-                f"{count_waves(w)} waves end at {when(end_lb, now_s)} at the earliest, "
-                f"after its deadline {when(r.deadline_at, now_s)}"
-            )
+        why = _doomed(r, w, now_s)
+        if why:
             if r.cpus <= rnd.params.learn_cpus and still_learning(rnd.estimator, r.keys):
                 rnd.out.append(
                     Decision(
@@ -241,6 +237,28 @@ def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int
         # ending now, its vcores were free to every arrival priced beside a hold)
         rnd.expected.append((end_c if end_c > now_s else end_u, r.cpus + am))
     return free
+
+
+def _doomed(r: RunningJob, w: float, now_s: float) -> str:
+    """Why ``r``, running in ``w`` waves, can no longer meet its deadline, or "": it is past it,
+    its first wave's tasks have run too long for its waves to end by it (tasks alike, each at
+    least that long), or its progress ends it after it."""
+    late = now_s - r.deadline_at
+    if late > EPS:
+        return f"past its deadline by {late:g}s"
+    end_lb = r.started_s + w * r.task_floor_s
+    if r.task_floor_s > 0 and end_lb > r.deadline_at + EPS:
+        return (
+            f"its first tasks ran {r.task_floor_s:g}s without ending: "
+            f"{count_waves(w)} waves end at {when(end_lb, now_s)} at the earliest, "
+            f"after its deadline {when(r.deadline_at, now_s)}"
+        )
+    if r.progress_end_s > r.deadline_at + EPS:
+        return (
+            f"its progress ends it at {when(r.progress_end_s, now_s)}, after its deadline "
+            f"{when(r.deadline_at, now_s)}"
+        )
+    return ""
 
 
 def _triage(rnd: Round, waiting: Sequence[WaitingJob]) -> tuple[list[_Candidate], list[Try]]:
@@ -594,6 +612,17 @@ PARAMS: tuple[ParamSpec, ...] = (
         "the work a miss would waste; higher values waste less and try fewer jobs",
         minimum=0.0,
     ),
+    ParamSpec(
+        "progress_s",
+        float,
+        20.0,
+        "how long after its start a job whose tasks run one per container (MapReduce) shows when "
+        "it will end from its progress (an allowance for its ApplicationMaster's start and two "
+        "readings of the RM, one per admission tick); a job it shows ending after its deadline "
+        "is killed, and a try's miss is priced as its grant for no longer (0: progress is not "
+        "read)",
+        minimum=0.0,
+    ),
 )
 
 REGISTRY: tuple[PolicySpec, ...] = (
@@ -621,4 +650,5 @@ def promise_params(values: Mapping[str, Any]) -> PromiseParams:
         int(values["learn_cpus"]),
         bool(values["crowd_out"]),
         float(values["waste_price"]),
+        progress_s=float(values["progress_s"]),
     )

@@ -59,11 +59,24 @@ class RunningJob:
     # took once they ended, a lower bound of a task's duration; 0: not observed (``core.admit``,
     # "first wave").
     task_floor_s: float = 0.0
+    # When its progress says it ends: the share of its work still to do at the rate its progress
+    # has been rising (``progress_end``); 0: not seen yet (``PromiseParams.progress_s``).
+    progress_end_s: float = 0.0
 
     @property
     def deadline_at(self) -> float:
         """Absolute deadline."""
         return self.submitted_s + self.deadline_s
+
+
+def progress_end(p0: float, t0: float, p1: float, t1: float) -> float:
+    """When a run whose progress (0 to 1) read ``p0`` at ``t0`` and ``p1`` at ``t1`` ends if it
+    keeps rising at that rate; 0 when it did not rise (no rate to project from). Two readings,
+    not one since the start: progress jumps at set-up (MapReduce counts its job set-up in it)
+    and stays at 0 while the ApplicationMaster starts, either of which skews a rate from 0."""
+    if t1 <= t0 or p1 <= p0:
+        return 0.0
+    return t1 + max(0.0, 1.0 - p1) * (t1 - t0) / (p1 - p0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +93,10 @@ class PromiseParams:
     # The simulator sets it from its cluster model; planning in waves on a cluster that does
     # not run in them asks for grants it does not need.
     divisible: bool = False
+    # How long after its start a run's progress shows when it will end (the rate between two of
+    # the sidecar's polls); a timed job's miss wastes its grant for no longer (``risk``). 0: its
+    # progress is not read.
+    progress_s: float = 0.0
 
 
 class Decision(NamedTuple):

@@ -13,7 +13,9 @@ deadline against the work a miss burns before its kill, in units of the arrivals
 the grant for its deadline over its waves), so a try of several waves risks that part of its
 window; priced at the whole window, jobs that a pooled bound asked the whole cluster for were
 never tried on half of it, and SWIM's 2x-mean Jockey1x2x fluid cells failed the goal
-(``docs/evaluation.md``, "Pricing a try's miss at its first-wave verdict"). Small jobs are
+(``docs/evaluation.md``, "Pricing a try's miss at its first-wave verdict"); a job whose
+progress is read shows a miss ``PromiseParams.progress_s`` after its start at the latest
+(``docs/evaluation.md``, "Ending a miss once its progress shows it"). Small jobs are
 tried on small chances, jobs that would hold much of the cluster only when nearly sure; one
 not worth trying even on all it could use is refused at once. Of the grants its history's
 works call for, a try takes the one worth most in met deadlines, its chance less the arrivals
@@ -167,17 +169,28 @@ def after_wait(rnd: Round, j: WaitingJob, est: Estimate, g: int) -> float | None
     due = j.deadline_at - est.overhead_s
     feasible = (due - j.submitted_s) * j.tasks / waves(j.tasks, limit, div)
     p = run_share(works, (due - now_s) * j.tasks / waves(j.tasks, g, div), feasible)
-    waste = _miss_waste(j, g, rnd.am, now_s, div)
+    waste = _miss_waste(rnd, j, g)
     return None if _worth_risking(p, mean_work, rnd.price, waste) else p
 
 
-def _miss_waste(j: WaitingJob, g: int, am: int, now_s: float, div: bool) -> float:
-    """What ``j`` started now on ``g`` vcores wastes if it misses: its grant until the first
-    wave's verdict (``core.first_wave_verdict_s``: its deadline over its waves), where the kill
-    rule ends a miss; a job of one wave, or one whose first wave is not timed
-    (``WaitingJob.timed``), shows it only at its deadline."""
-    w = waves(j.tasks, g, div) if j.timed else 1
-    return (g + am) * max(0.0, j.deadline_at - now_s) / w
+def _miss_waste(rnd: Round, j: WaitingJob, g: int) -> float:
+    """What ``j`` started now on ``g`` vcores wastes if it misses: its grant until the kill
+    rule ends the miss, at the first wave's verdict (``core.first_wave_verdict_s``: its deadline
+    over its waves) or once its progress shows it (``PromiseParams.progress_s``; not for a
+    job the rule keeps running, ``_kept``), whichever is sooner; a job whose tasks are not timed
+    (``WaitingJob.timed``) shows it only at its deadline."""
+    window = max(0.0, j.deadline_at - rnd.now_s)
+    if j.timed:
+        window /= waves(j.tasks, g, rnd.div)
+        if rnd.params.progress_s > 0 and not _kept(rnd, j, g):
+            window = min(window, rnd.params.progress_s)
+    return (g + rnd.am) * window
+
+
+def _kept(rnd: Round, j: WaitingJob, g: int) -> bool:
+    """Whether the kill rule would keep ``j`` on ``g`` vcores running on once it shows a miss:
+    small, and its signature still learning (``core._settle_running``)."""
+    return g <= rnd.params.learn_cpus and still_learning(rnd.estimator, j.keys)
 
 
 def run_share(works: Sequence[float], x: float, top: float) -> float:
@@ -222,7 +235,7 @@ def try_at(rnd: Round, t: Try, g_max: int) -> tuple[int, float] | None:
     g = min_grant(j.tasks, g_max, t.works[n_fit - 1] / j.tasks, due - now_s, div) or g_max
     if mean_work is None:
         return (g, p) if p >= 0.5 else None  # small jobs only (caller): their median fits
-    worth = _worth_risking(p, mean_work, rnd.price, _miss_waste(j, g, rnd.am, now_s, div))
+    worth = _worth_risking(p, mean_work, rnd.price, _miss_waste(rnd, j, g))
     return (g, p) if worth else None
 
 
@@ -266,7 +279,7 @@ def _try_grant(rnd: Round, t: Try, g_max: int, avail: int) -> tuple[int, float] 
         p = fits(j, t.works, due, now_s, g, div) / n
         if p <= 0 or p < t.min_p:
             continue
-        if not _worth_risking(p, mean_work, rnd.price, _miss_waste(j, g, rnd.am, now_s, div)):
+        if not _worth_risking(p, mean_work, rnd.price, _miss_waste(rnd, j, g)):
             continue
         lost = hold_lost(rnd, j, est, g, avail)
         if lost >= p:

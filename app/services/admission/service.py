@@ -31,6 +31,7 @@ from app.jobs.rounds import (
     policy_of,
     record_step,
 )
+from app.policies.promise.admission import PromiseAdmission
 from app.services.admission.common import (
     JobRejected,
     JobsRM,
@@ -301,8 +302,9 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         if self.may_act():
             try:
                 await self._time_first_waves(now_ms)
+                await self._read_progress(now_ms)
             except RMUnavailable as exc:
-                self.log.warning("RM unavailable, first waves are timed next tick: %s", exc)
+                self.log.warning("RM unavailable, running jobs are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
         await self._warm_here()
         self.last_round = await asyncio.to_thread(self._round, now_ms, trigger)
@@ -340,6 +342,32 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
     def _store_floors(self, floors: dict[str, float]) -> None:
         with self._db_lock, transaction(self.sessions) as session:
             jobs_repo.raise_task_floors(session, floors)
+
+    async def _read_progress(self, now_ms: int) -> None:
+        """Read the progress of each running job whose tasks run one per container (MapReduce,
+        whose ApplicationMaster reports its tasks' share done) from its app, for Promise's
+        progress rule (``PromiseParams.progress_s``); the round that follows projects each
+        job's end from its first and latest readings."""
+        with self.sessions() as session:
+            policy = policy_of(self.peek_cfg(session))
+            if not isinstance(policy, PromiseAdmission) or policy.planner.progress_s <= 0:
+                return
+            timed = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, waves=False)
+        readings: dict[str, tuple[float, int]] = {}
+        for job_id, app_id, _ in timed:
+            try:
+                app = await self.rm.app(app_id)
+            except (RMNotFound, RMRejected, RMProtocolError) as exc:
+                self.log.info("job %s: its progress could not be read: %s", job_id, exc)
+                continue
+            if app.state == "RUNNING":
+                readings[job_id] = (min(1.0, max(0.0, app.progress / 100)), now_ms)
+        if readings:
+            await asyncio.to_thread(self._store_progress, readings)
+
+    def _store_progress(self, readings: dict[str, tuple[float, int]]) -> None:
+        with self._db_lock, transaction(self.sessions) as session:
+            jobs_repo.record_progress(session, readings)
 
     async def run_gated(self, now_ms: int) -> None:
         # A follower runs no round but serves submissions: its estimator is kept up to date

@@ -151,3 +151,66 @@ def test_a_queued_job_says_whether_its_first_wave_is_timed(env: Env) -> None:
         "spark": False,
         "declined": False,
     }
+
+
+def _progress(env: Env, app_id: str, percent: float) -> None:
+    """The RM reports the app RUNNING at ``percent`` progress."""
+    env.rm.apps_by_id[app_id] = replace(
+        env.rm.apps_by_id[app_id], state="RUNNING", progress=percent
+    )
+
+
+async def test_a_job_whose_progress_shows_a_miss_is_killed_before_its_deadline(env: Env) -> None:
+    # 8 tasks on 8 vcores: one wave, which its tasks' durations cannot show late before its
+    # deadline; its progress can
+    service, job_id, app_id = await _start(env, task_containers=True, tasks=8)
+    admitted = env.clock.now
+    env.clock.advance(20)
+    _progress(env, app_id, 10.0)
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert job.state == "submitted"
+    assert (job.progress_first, job.progress_first_ms) == (0.1, env.clock.now)
+    # 10 s later it reads 20 %: 1 % a second, so it ends 80 s from now, 110 s after its
+    # admission, after its deadline (100 s)
+    env.clock.advance(10)
+    _progress(env, app_id, 20.0)
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert (job.progress_last, job.progress_last_ms) == (0.2, admitted + 30_000)
+    assert job.state == "killed" and env.rm.kills == [app_id]
+    with env.db.sessions() as s:
+        kill = next(d for d in jobs_repo.decisions_of(s, job_id) if d.action == "kill")
+    assert "its progress ends it at now+80.0s, after its deadline now+70.0s" in kill.reason
+
+
+async def test_a_job_whose_progress_ends_it_in_time_runs_on(env: Env) -> None:
+    service, job_id, app_id = await _start(env, task_containers=True, tasks=8)
+    env.clock.advance(20)
+    _progress(env, app_id, 10.0)
+    await service.run_once(env.clock.now)
+    # 10 % to 40 % in 10 s: it ends 20 s from now, 50 s after its admission
+    env.clock.advance(10)
+    _progress(env, app_id, 40.0)
+    await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert job.state == "submitted" and env.rm.kills == []
+    assert (job.progress_first, job.progress_last) == (0.1, 0.4)
+
+
+@pytest.mark.parametrize(
+    ("task_containers", "progress_s"),
+    # a Spark run's progress is its own measure, not its tasks' share done; and the rule off
+    [(False, 20.0), (True, 0.0)],
+)
+async def test_progress_is_read_only_for_tasks_one_per_container_with_the_rule_on(
+    env: Env, task_containers: bool, progress_s: float
+) -> None:
+    service, job_id, app_id = await _start(env, task_containers=task_containers, tasks=8)
+    service.set_policy("promise", {**PROMISE, "progress_s": progress_s}, env.clock.now)
+    for percent in (10.0, 20.0):
+        env.clock.advance(10)
+        _progress(env, app_id, percent)
+        await service.run_once(env.clock.now)
+    job = load(env, job_id)
+    assert (job.state, job.progress_first, job.progress_last) == ("submitted", None, None)

@@ -15,6 +15,7 @@ from app.policies.promise.estimator import (
     Outcome,
     rebuild,
 )
+from app.policies.promise.model import progress_end
 from app.policies.promise.signature import Keys
 from tests.unit.policies.promise.support import OTHER, K, P, taught
 
@@ -380,6 +381,45 @@ def test_a_try_gets_the_smallest_grant_that_keeps_its_chance() -> None:
     (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=busy)
     assert (d.action, d.cpus) == ("admit", 2) and d.reason.startswith("tried on 2 vcores")
     assert "80% of its history fits" in d.reason
+
+
+def test_a_job_whose_progress_shows_it_will_miss_is_killed_before_its_deadline() -> None:
+    est = taught(0.5, keys=K)
+    # one wave (4 tasks on 4 vcores): its tasks' durations show a miss only at its deadline;
+    # its progress, 10 % at 20 s and 20 % at 30 s, ends it at 110 s, after its deadline at 100 s
+    end = progress_end(0.1, 20.0, 0.2, 30.0)
+    assert end == pytest.approx(110.0)
+    slow = core.RunningJob("slow", 4, 100.0, 0.0, 0.0, 4, K, progress_end_s=end)
+    # 10 % to 40 %: it ends at 50 s
+    ok = core.RunningJob(
+        "ok", 4, 100.0, 0.0, 0.0, 4, K, progress_end_s=progress_end(0.1, 20.0, 0.4, 30.0)
+    )
+    # progress that did not rise projects nothing
+    stalled = core.RunningJob(
+        "stalled", 4, 100.0, 0.0, 0.0, 4, K, progress_end_s=progress_end(0.2, 20.0, 0.2, 30.0)
+    )
+    out = {d.job_id: d for d in core.admit([], [slow, ok, stalled], 0, 12, 30.0, est, P)}
+    assert out["slow"].action == "kill" and out["slow"].cpus == 4
+    assert "its progress ends it at now+80.0s, after its deadline now+70.0s" in out["slow"].reason
+    assert "ok" not in out and "stalled" not in out
+
+
+def test_a_timed_try_is_priced_at_its_progress_verdict() -> None:
+    # The job below at mean work 4 is refused when its miss burns its grant until its first
+    # wave's verdict (2 vcores x 9.5 s); where its progress shows a miss 2 s after its start,
+    # a miss burns 2 vcores x 2 s: 0.8 x 4 = 3.2 beats 0.2 x 4 = 0.8, and it is tried
+    est = _four_task_runs(5, 6, 7, 8, 20)
+    job = core.WaitingJob("mid", tasks=4, deadline_s=19.0, submitted_s=0.0, keys=K)
+    load = core.Load(jobs_per_s=0.5, vcores=2.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, load=load)
+    assert d.action == "drop"
+    seen = dataclasses.replace(P, progress_s=2.0)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, seen, load=load)
+    assert d.action == "admit" and d.reason.startswith("tried on")
+    # a job whose progress is not read (live: a run without task_containers) shows a miss
+    # only at its deadline, as before
+    (d,) = core.admit([dataclasses.replace(job, timed=False)], [], 8, 8, 0.0, est, seen, load=load)
+    assert d.action == "drop"
 
 
 def test_a_try_of_several_waves_is_priced_at_its_first_waves_verdict() -> None:
