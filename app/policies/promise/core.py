@@ -71,9 +71,11 @@ or waste work on real traces:
   cells, lowering it in none.
 * Progress: a job of one wave shows a miss sooner by its progress. ``RunningJob.progress_end_s``
   is when the rate between two of its progress readings ends it (``model.progress_end``); once
-  that is after its deadline it is killed, under the same learning exception. The caller
-  supplies it (the simulator ``PromiseParams.progress_s`` after a start, the live sidecar from
-  the RM's app progress for jobs that run one task per container); 0 where not seen.
+  that is after its deadline it is killed, under the same learning exception; otherwise it is
+  the end the round expects (its vcores free then to the arrivals priced beside a hold). The
+  caller supplies it (the simulator ``PromiseParams.progress_s`` after a start, the live
+  sidecar from the RM's app progress for jobs that run one task per container); 0 where not
+  seen.
 * Risks on jobs it cannot promise (``risk``): tries of a job whose bound misses its deadline but
   some of its history meets it, promises after a wait, and exploration of a small job whose
   signature is still unknown, each started only when its chance is worth what a miss wastes.
@@ -235,6 +237,8 @@ def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int
         # Past its central end a job is no longer as likely to have ended as not, and no run
         # says when it will: the end it is still known to keep is its bound's (counted as
         # ending now, its vcores were free to every arrival priced beside a hold)
+        if r.progress_end_s > 0:
+            end_c = r.progress_end_s  # what its own run says, not what its history does
         rnd.expected.append((end_c if end_c > now_s else end_u, r.cpus + am))
     return free
 

@@ -759,7 +759,7 @@ def test_a_try_takes_the_grant_whose_chance_less_its_crowd_out_is_largest() -> N
     assert (d.action, d.cpus) == ("admit", 4) and "80% of its history fits" in d.reason
 
 
-def test_a_running_job_past_its_central_end_releases_at_its_bound() -> None:
+def test_a_running_job_past_its_central_end_releases_at_its_bound_or_its_progress() -> None:
     est = taught(0.5, runs=19)  # a: 2 waves of 50 s on 2 vcores
     for i in range(19):  # r's signature: 18 runs used 0.1 of their window, one 0.5
         ratio = 0.5 if i == 0 else 0.1
@@ -778,3 +778,7 @@ def test_a_running_job_past_its_central_end_releases_at_its_bound() -> None:
     old = core.RunningJob("r", 10, 400.0, 0.0, 0.0, 10, OTHER, task_floor_s=50.0)
     (d,) = core.admit([job], [old], 10, 20, 50.0, est, P, busy)
     assert d.action == "queue" and "crowd out about 1.1" in d.reason
+    # Its progress says it ends at 60 s: the arrivals find its vcores then, and a is admitted
+    seen = dataclasses.replace(old, progress_end_s=60.0)
+    (d,) = core.admit([job], [seen], 10, 20, 50.0, est, P, busy)
+    assert (d.action, d.cpus) == ("admit", 2)
