@@ -213,7 +213,7 @@ def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int
         w = waves(r.tasks, r.cpus, div)
         task_u = max(est.upper / r.tasks, r.task_floor_s)
         end_u = max(now_s, r.started_s + est.overhead_s + w * task_u)
-        why = _doomed(r, w, now_s)
+        why = _doomed(r, w, now_s, rnd.params.progress_s)
         if why:
             if r.cpus <= rnd.params.learn_cpus and still_learning(rnd.estimator, r.keys):
                 rnd.out.append(
@@ -243,10 +243,12 @@ def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int
     return free
 
 
-def _doomed(r: RunningJob, w: float, now_s: float) -> str:
+def _doomed(r: RunningJob, w: float, now_s: float, seen_s: float) -> str:
     """Why ``r``, running in ``w`` waves, can no longer meet its deadline, or "": it is past it,
     its first wave's tasks have run too long for its waves to end by it (tasks alike, each at
-    least that long), or its progress ends it after it."""
+    least that long), or, once it has run ``seen_s`` (``PromiseParams.progress_s``: what a try's
+    miss is priced at; a rate from its first seconds is the least steady), its progress ends it
+    after it."""
     late = now_s - r.deadline_at
     if late > EPS:
         return f"past its deadline by {late:g}s"
@@ -257,7 +259,7 @@ def _doomed(r: RunningJob, w: float, now_s: float) -> str:
             f"{count_waves(w)} waves end at {when(end_lb, now_s)} at the earliest, "
             f"after its deadline {when(r.deadline_at, now_s)}"
         )
-    if r.progress_end_s > r.deadline_at + EPS:
+    if r.progress_end_s > r.deadline_at + EPS and now_s - r.started_s >= seen_s - EPS:
         return (
             f"its progress ends it at {when(r.progress_end_s, now_s)}, after its deadline "
             f"{when(r.deadline_at, now_s)}"

@@ -398,10 +398,14 @@ def test_a_job_whose_progress_shows_it_will_miss_is_killed_before_its_deadline()
     stalled = core.RunningJob(
         "stalled", 4, 100.0, 0.0, 0.0, 4, K, progress_end_s=progress_end(0.2, 20.0, 0.2, 30.0)
     )
-    out = {d.job_id: d for d in core.admit([], [slow, ok, stalled], 0, 12, 30.0, est, P)}
+    seen = dataclasses.replace(P, progress_s=20.0)
+    out = {d.job_id: d for d in core.admit([], [slow, ok, stalled], 0, 12, 30.0, est, seen)}
     assert out["slow"].action == "kill" and out["slow"].cpus == 4
     assert "its progress ends it at now+80.0s, after its deadline now+70.0s" in out["slow"].reason
     assert "ok" not in out and "stalled" not in out
+    # a rate read in a run's first progress_s is not acted on
+    early = dataclasses.replace(seen, progress_s=40.0)
+    assert core.admit([], [slow], 0, 12, 30.0, est, early) == []
 
 
 def test_a_timed_try_is_priced_at_its_progress_verdict() -> None:
