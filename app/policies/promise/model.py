@@ -94,8 +94,8 @@ class PromiseParams:
     # not run in them asks for grants it does not need.
     divisible: bool = False
     # How long after its start a run's progress shows when it will end (the rate between two of
-    # the sidecar's polls); a timed job's miss wastes its grant for no longer (``risk``). 0: its
-    # progress is not read.
+    # the sidecar's readings, one per admission tick); a timed job's miss wastes its grant for no
+    # longer (``risk``). 0: its progress is not read.
     progress_s: float = 0.0
 
 

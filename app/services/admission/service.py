@@ -7,6 +7,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -45,6 +46,8 @@ from app.services.admission.submit import Submission
 from app.services.admission_batch import Overloaded, SubmissionBatcher
 from app.services.base import Clock, LoopService, wall_clock_ms
 from app.yarn.errors import RMNotFound, RMProtocolError, RMRejected, RMUnavailable
+
+_T = TypeVar("_T")
 
 # Running jobs whose first wave one tick times (two RM requests each), earliest deadline first.
 MAX_TIMED_JOBS = 100
@@ -301,8 +304,7 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         self.last_learn = await asyncio.to_thread(self._learn, now_ms)
         if self.may_act():
             try:
-                await self._time_first_waves(now_ms)
-                await self._read_progress(now_ms)
+                await self._time_running(now_ms)
             except RMUnavailable as exc:
                 self.log.warning("RM unavailable, running jobs are timed next tick: %s", exc)
         trigger = "completion" if self.last_learn.finished_jobs else "tick"
@@ -311,31 +313,46 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         if self.options.writes_enabled:
             await self.act()
 
-    async def _time_first_waves(self, now_ms: int) -> None:
-        """Time the first wave of each running job whose tasks run one per container from its
-        attempt's live containers (``app.jobs.first_wave``), for Promise's first-wave rule; the
-        round that follows reads the stored bounds."""
+    async def _time_running(self, now_ms: int) -> None:
+        """Time the running jobs whose tasks run one per container, for Promise's first-wave
+        and progress rules (the one policy with either); the round that follows reads what is
+        stored."""
         over = self._waves_over
         for job_id in [j for j, deadline_ms in over.items() if deadline_ms < now_ms]:
             del over[job_id]
         with self.sessions() as session:
-            if policy_of(self.peek_cfg(session)).name != "promise":
-                return  # the one policy with a first-wave rule
-            timed = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, skip=over)
+            policy = policy_of(self.peek_cfg(session))
+            if not isinstance(policy, PromiseAdmission):
+                return
+            several = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, skip=over)
+            every = []
+            if policy.planner.progress_s > 0:
+                every = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, waves=False)
+        await self._time_first_waves(several)
+        await self._read_progress(every, now_ms)
+
+    async def _from_rm(self, job_id: str, what: str, read: Awaitable[_T]) -> _T | None:
+        """``read``'s answer, or None (logged) where the RM has no such app or answers amiss;
+        an unavailable RM ends the tick's timing (``run_once``)."""
+        try:
+            return await read
+        except (RMNotFound, RMRejected, RMProtocolError) as exc:
+            self.log.info("job %s: its %s could not be read: %s", job_id, what, exc)
+            return None
+
+    async def _time_first_waves(self, timed: Sequence[tuple[str, str, int]]) -> None:
+        """Time the first wave of each job of several waves in ``timed`` from its attempt's
+        live containers (``app.jobs.first_wave``), for Promise's first-wave rule."""
         floors: dict[str, float] = {}
         for job_id, app_id, deadline_ms in timed:
-            try:
-                attempt = await self.rm.attempt_containers(app_id)
-            except (RMNotFound, RMRejected, RMProtocolError) as exc:
-                self.log.info("job %s: its containers could not be read: %s", job_id, exc)
-                continue
+            attempt = await self._from_rm(job_id, "containers", self.rm.attempt_containers(app_id))
             if attempt is None:
                 continue
             timing = first_wave.time_first_wave(attempt)
             if timing.floor_s is not None:
                 floors[job_id] = timing.floor_s
             if timing.ended:
-                over[job_id] = deadline_ms
+                self._waves_over[job_id] = deadline_ms
         if floors:
             await asyncio.to_thread(self._store_floors, floors)
 
@@ -343,24 +360,14 @@ class AdmissionService(LoopService, PolicyChoice, Kicks, Submission):
         with self._db_lock, transaction(self.sessions) as session:
             jobs_repo.raise_task_floors(session, floors)
 
-    async def _read_progress(self, now_ms: int) -> None:
-        """Read the progress of each running job whose tasks run one per container (MapReduce,
-        whose ApplicationMaster reports its tasks' share done) from its app, for Promise's
-        progress rule (``PromiseParams.progress_s``); the round that follows projects each
-        job's end from its first and latest readings."""
-        with self.sessions() as session:
-            policy = policy_of(self.peek_cfg(session))
-            if not isinstance(policy, PromiseAdmission) or policy.planner.progress_s <= 0:
-                return
-            timed = jobs_repo.timed_jobs(session, MAX_TIMED_JOBS, waves=False)
+    async def _read_progress(self, timed: Sequence[tuple[str, str, int]], now_ms: int) -> None:
+        """Read the progress of each job in ``timed`` from its app (MapReduce's ApplicationMaster
+        reports its tasks' share done), for Promise's progress rule (``PromiseParams.
+        progress_s``); the round projects each job's end from its first and latest readings."""
         readings: dict[str, tuple[float, int]] = {}
         for job_id, app_id, _ in timed:
-            try:
-                app = await self.rm.app(app_id)
-            except (RMNotFound, RMRejected, RMProtocolError) as exc:
-                self.log.info("job %s: its progress could not be read: %s", job_id, exc)
-                continue
-            if app.state == "RUNNING":
+            app = await self._from_rm(job_id, "progress", self.rm.app(app_id))
+            if app is not None and app.state == "RUNNING":
                 readings[job_id] = (min(1.0, max(0.0, app.progress / 100)), now_ms)
         if readings:
             await asyncio.to_thread(self._store_progress, readings)
