@@ -235,6 +235,10 @@ def _plan(
         "arrival_need_vcores": (
             sorted(load.sizes.needs)[len(load.sizes.needs) // 2] if load.sizes else None
         ),
+        # every arrival the meter has counted and the largest need among them: a hold is
+        # priced for arrivals larger than any seen, one in (counted + 1)
+        "arrivals_counted": load.seen,
+        "arrival_need_top_vcores": load.top_need,
     }
     return _Plan(decisions, numbers, values)
 

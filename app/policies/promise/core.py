@@ -39,7 +39,8 @@ or waste work on real traces:
   priced version).
 * Arrivals it would crowd out (``loss``): SDR counts jobs, and a long job on most of the cluster
   can cost dozens of later short ones, so a job waits while the arrivals it is expected to push
-  out number one or more, priced as a multi-rate loss system of the recent arrivals.
+  out number one or more, priced as a multi-rate loss system of the recent arrivals, with an
+  allowance for arrivals larger than any counted so far (one in ``n + 1`` after ``n``).
 * Top-ups (``_top_up``): a job's work does not depend on its grant, so vcores left over after
   every promise and try may go to this round's promised jobs where their history has runs
   longer than the bound (a quantile) and a larger grant would fit them: a grant is worth its

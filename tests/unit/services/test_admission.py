@@ -186,6 +186,20 @@ def test_bootstrap_admits_whole_requests_and_queues_the_rest(env: Env) -> None:
     assert d4.round_id == rounds[-1].id
 
 
+def test_a_promise_round_records_the_arrivals_its_holds_are_priced_on(env: Env) -> None:
+    # The crowd-out test allows for arrivals larger than any counted, one in (counted + 1):
+    # each decision's inputs say how many the meter has counted and the largest need.
+    service = env.service()
+    service.set_policy("promise", {"am_containers": 0, "startup_s": 0.0}, env.clock.now)
+    _, d1 = submit(service, 2, 100)
+    _, d2 = submit(service, 6, 100)
+    _, d3 = submit(service, 1, 100)
+    # no history: each job's need is all its tasks (its bound is its whole deadline)
+    assert (d1.numbers["arrivals_counted"], d1.numbers["arrival_need_top_vcores"]) == (1, 2)
+    assert (d2.numbers["arrivals_counted"], d2.numbers["arrival_need_top_vcores"]) == (2, 6)
+    assert (d3.numbers["arrivals_counted"], d3.numbers["arrival_need_top_vcores"]) == (3, 6)
+
+
 async def test_admitted_job_is_submitted_once_with_tags_timeout_and_grant(env: Env) -> None:
     service = env.service()
     job, _ = submit(service, 4, 100)

@@ -3,6 +3,7 @@ by hand, against the product form, and through rounds of ``core.admit``."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -277,6 +278,55 @@ def test_only_arrivals_smaller_than_the_held_job_are_counted() -> None:
         )
         / 10
     )
+
+
+def test_a_hold_allows_for_arrivals_larger_than_any_seen_while_few_have_come() -> None:
+    # Tiny 1-vcore arrivals at 0.1 jobs/s on 10 vcores hardly ever block one another. A hold
+    # of 6 for 100 s beside 4 spare then costs the loss system next to nothing, but of 9
+    # arrivals the next needs more than all of them one time in 10, anywhere from 1 to 10
+    # vcores as far as they say; from 4 to 10 (6 of those 9) the hold alone blocks it: 0.1 x
+    # 100 s x 6 / 9 / 10 = 0.67 arrivals more.
+    sizes = loss.Sizes.of([1.0] * 9, [1] * 9)
+    unknown = core.Load(0.1, 0.1, sizes=sizes)  # built by hand: no count, no allowance
+    few = core.Load(0.1, 0.1, sizes=sizes, seen=9, top_need=1)
+    base = loss.crowded_out(unknown, 10, [], 0.0, 6, 100.0, 1e6, 10)
+    assert base < 0.01
+    with_few = loss.crowded_out(few, 10, [], 0.0, 6, 100.0, 1e6, 10)
+    assert with_few - base == pytest.approx(0.1 * 100.0 * 6 / 9 / 10)
+    # It fades as arrivals are counted (all of them, not only the recent ones kept) ...
+    many = dataclasses.replace(few, seen=999)
+    assert loss.crowded_out(many, 10, [], 0.0, 6, 100.0, 1e6, 10) - base == pytest.approx(
+        0.1 * 100.0 * 6 / 9 / 1000
+    )
+    # ... costs nothing above the largest need seen when that is the whole cluster, and only
+    # the needs above it that the hold decides: a hold that leaves more than any seen blocks
+    # those from 4 to 10 only where they exceed 7.
+    whole = dataclasses.replace(few, top_need=10)
+    assert loss.crowded_out(whole, 10, [], 0.0, 6, 100.0, 1e6, 10) == pytest.approx(base)
+    wide = dataclasses.replace(few, top_need=7)
+    assert loss.crowded_out(wide, 10, [], 0.0, 6, 100.0, 1e6, 10) - base == pytest.approx(
+        0.1 * 100.0 * 3 / 3 / 10
+    )
+    # A job that would hold 4 of 8 vcores for 100 s, at 0.4 arrivals a second: 0.4 x 100 s x
+    # 4 / 7 / 10 = 2.3 arrivals more after 9, so it waits (the crowd-out rule's one arrival);
+    # after 999 it starts.
+    est = taught(1.0, keys=K)
+    job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
+    busy = dataclasses.replace(few, jobs_per_s=0.4)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, busy)
+    assert d.action == "queue" and d.crowd_out == pytest.approx(0.4 * 100 * 4 / 7 / 10, rel=0.01)
+    (d,) = core.admit([job], [], 8, 8, 0.0, est, P, dataclasses.replace(busy, seen=999))
+    assert d.action == "admit"
+
+
+def test_load_meter_counts_every_arrival_and_the_largest_need() -> None:
+    meter = core.LoadMeter(tau_s=100.0)
+    assert meter.load(0.0).seen == 0
+    for i in range(loss.SLACK_WINDOW + 3):  # the largest need first: out of the window later
+        meter.arrive(float(i), 1.0, need=9 if i == 0 else 1)
+    load = meter.load(100.0)
+    assert load.seen == loss.SLACK_WINDOW + 3 and load.top_need == 9
+    assert load.sizes is not None and max(load.sizes.needs) == 1
 
 
 def test_an_arrivals_need_is_its_smallest_grant_for_its_deadline() -> None:
