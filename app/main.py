@@ -134,59 +134,18 @@ async def _build_services(
     """Every service on ``state`` (each client's and resource's closing on ``stack``); returns
     the loops to run, in the order they tick."""
     settings = state.settings
-    public_urls = tuple(redact_url(u) for u in settings.rm_urls)
-    rm_metrics = RMRequestMetrics(state.metrics)
-    client = RMClient(
-        settings.rm_urls,
-        user=settings.rm_user,
-        timeout_s=settings.rm_timeout_s,
-        retries=settings.rm_retries,
-        transport=rm_transport,
-        **rm_client_options(settings),
-        observer=rm_metrics.observe,
-        on_failover=rm_metrics.failover,
-    )
-    await stack.enter_async_context(client)
+    client = await _rm_client(stack, state, rm_transport)
     state.poller = Poller(
         client,
         state.sessions,
         cluster_name=settings.cluster_name,
-        rm_urls=public_urls,
+        rm_urls=tuple(redact_url(u) for u in settings.rm_urls),
         interval_s=settings.poll_interval_s,
     )
     collector = await _history_collector(stack, state)
-    guard = settings.guard_config()
-    probe_http = None
-    if guard is not None and any(slo.url for slo in guard.slos):
-        # operator-configured probe URLs only; no proxy from the environment
-        probe_http = await stack.enter_async_context(
-            httpx.AsyncClient(trust_env=False, follow_redirects=False)
-        )
-    state.controller = Controller(
-        Actuator(client),
-        state.sessions,
-        defaults=settings.control_config(),
-        cluster_name=settings.cluster_name,
-        rm_urls=public_urls,
-        poll_interval_s=settings.poll_interval_s,
-        history=bool(collector),
-        guard=guard,
-        probe_http=probe_http,
-    )
+    state.controller = controller = await _controller(stack, state, client, bool(collector))
     state.admission = build_admission_service(settings, client, state.sessions, eager=run_loops)
-    controller = state.controller
-    placement: list[LoopService] = []
-    if settings.placement_queue:
-        placement.append(
-            ObservedPlacement(
-                client,
-                state.sessions,
-                cluster_name=settings.cluster_name,
-                target_queue=settings.placement_queue,
-                interval_s=settings.poll_interval_s,
-                mode=lambda: controller.current(controller.clock()).cfg.mode,
-            )
-        )
+    placement = _placement(state, client, controller)
 
     def policy_info() -> tuple[str, str]:
         cfg = controller.current(controller.clock()).cfg
@@ -210,6 +169,69 @@ async def _build_services(
     state.whatif = WhatIfRuns(state.sessions, settings.cluster_name)
     stack.callback(state.whatif.close)
     return [state.poller, *collector, state.controller, *placement, state.admission]
+
+
+async def _rm_client(
+    stack: AsyncExitStack, state: SidecarState, transport: httpx.AsyncBaseTransport | None
+) -> RMClient:
+    """The RM client every service shares, its requests counted in the sidecar's metrics."""
+    settings = state.settings
+    rm_metrics = RMRequestMetrics(state.metrics)
+    client = RMClient(
+        settings.rm_urls,
+        user=settings.rm_user,
+        timeout_s=settings.rm_timeout_s,
+        retries=settings.rm_retries,
+        transport=transport,
+        **rm_client_options(settings),
+        observer=rm_metrics.observe,
+        on_failover=rm_metrics.failover,
+    )
+    await stack.enter_async_context(client)
+    return client
+
+
+async def _controller(
+    stack: AsyncExitStack, state: SidecarState, client: RMClient, history: bool
+) -> Controller:
+    """The queue controller, with the interference guard's probe client where it has URLs."""
+    settings = state.settings
+    guard = settings.guard_config()
+    probe_http = None
+    if guard is not None and any(slo.url for slo in guard.slos):
+        # operator-configured probe URLs only; no proxy from the environment
+        probe_http = await stack.enter_async_context(
+            httpx.AsyncClient(trust_env=False, follow_redirects=False)
+        )
+    return Controller(
+        Actuator(client),
+        state.sessions,
+        defaults=settings.control_config(),
+        cluster_name=settings.cluster_name,
+        rm_urls=tuple(redact_url(u) for u in settings.rm_urls),
+        poll_interval_s=settings.poll_interval_s,
+        history=history,
+        guard=guard,
+        probe_http=probe_http,
+    )
+
+
+def _placement(state: SidecarState, client: RMClient, controller: Controller) -> list[LoopService]:
+    """HybridMR's observed placement loop, when a placement queue is configured; it follows the
+    controller's mode."""
+    settings = state.settings
+    if not settings.placement_queue:
+        return []
+    return [
+        ObservedPlacement(
+            client,
+            state.sessions,
+            cluster_name=settings.cluster_name,
+            target_queue=settings.placement_queue,
+            interval_s=settings.poll_interval_s,
+            mode=lambda: controller.current(controller.clock()).cfg.mode,
+        )
+    ]
 
 
 async def _history_collector(stack: AsyncExitStack, state: SidecarState) -> list[LoopService]:

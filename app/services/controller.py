@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -65,6 +65,22 @@ from app.yarn.errors import RMError
 MAX_PREVIEWS = 2
 # Seconds a refused client is told to wait (a preview takes well under a second).
 PREVIEW_RETRY_AFTER_S = 2
+
+
+class _Reads(NamedTuple):
+    """What one tick read from the database (``Controller._read``)."""
+
+    guard_before: dict[str, Any]
+    readings: Sequence[Reading]
+    inputs: PolicyInputs
+    cursors: Cursors
+    ledger_before: dict[str, Any]
+    ledger: LedgerStep | None
+    state: dict[str, Any]
+    baseline: dict[str, Any] | None
+    settle: tuple[int, str] | None
+    idle_sources: tuple[dict[str, Any] | None, dict[str, Any] | None]
+    admitted: dict[str, int]
 
 
 class PreviewBusy(Exception):
@@ -260,6 +276,58 @@ class Controller(LoopService):
     ) -> Work:
         cfg = ctx.cfg
         queues = sorted(live.values)
+        got = self._read(ctx, live, queues, now_ms, probes)
+        ledger_state = got.ledger.state if got.ledger else LedgerState.from_dict(got.ledger_before)
+        floors = control_tick.floors(cfg, live, got.inputs, self.admission_floor, got.admitted)
+        # The floors are the minimum shares the policies see (Fawkes' m_i).
+        floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
+        outcome = run_policy(floored, got.inputs, queues, got.state, ledger_state)
+        if idle.no_demand(got.inputs, queues):
+            percents, source = idle.baseline(cfg.baseline, *got.idle_sources, queues)
+            if percents is not None:
+                total = got.inputs.total
+                cluster = {"vcores": total.vcores, "memory": total.memory_mb}
+                outcome = idle.toward_baseline(outcome, percents, source, cluster)
+        guard_audit: dict[str, Any] | None = None
+        targets: dict[str, int] = {}
+        if self.guard is not None:
+            capacity_h, max_h = live_percentages(live.values)
+            guard_step = control_guard.step(
+                got.guard_before, got.readings, capacity_h, max_h, self.guard
+            )
+            targets = guard_step.targets
+            guard_audit = guard_step.audit(got.readings, got.guard_before)
+        plan = self._plan(cfg, outcome, live, got.inputs, floors, targets)
+        return Work(
+            ctx,
+            now_ms,
+            live,
+            got.inputs,
+            outcome,
+            plan,
+            got.ledger,
+            got.ledger_before,
+            got.state,
+            control_tick.drift(got.baseline, live),
+            got.baseline,
+            got.settle,
+            floors=floors,
+            guard=guard_audit,
+            cursors=got.cursors,
+        )
+
+    def _read(
+        self,
+        ctx: Context,
+        live: LiveConfig,
+        queues: Sequence[str],
+        now_ms: int,
+        probes: Mapping[str, Reading],
+    ) -> _Reads:
+        """What a tick decides on, read in one session: the guard's state and readings, the
+        policy's inputs and state, the ledger, the last baseline and pending push, and the
+        deadline queue's admitted grants."""
+        cfg = ctx.cfg
         guard_before: dict[str, Any] = {}
         readings: Sequence[Reading] = ()
         with self.sessions() as session:
@@ -297,41 +365,18 @@ class Controller(LoopService):
             # Read at every tick, not handed over by admission: a restart, or admission in
             # another process, still leaves the deadline queue its admitted grants.
             admitted = jobs_repo.admitted_containers(session)
-        ledger_state = ledger.state if ledger else LedgerState.from_dict(ledger_before)
-        floors = control_tick.floors(cfg, live, inputs, self.admission_floor, admitted)
-        # The floors are the minimum shares the policies see (Fawkes' m_i).
-        floored = replace(cfg, bounds=floors.bounds(cfg.bounds))
-        outcome = run_policy(floored, inputs, queues, state, ledger_state)
-        if idle.no_demand(inputs, queues):
-            percents, source = idle.baseline(cfg.baseline, *idle_sources, queues)
-            if percents is not None:
-                cluster = {"vcores": inputs.total.vcores, "memory": inputs.total.memory_mb}
-                outcome = idle.toward_baseline(outcome, percents, source, cluster)
-        guard_audit: dict[str, Any] | None = None
-        targets: dict[str, int] = {}
-        if self.guard is not None:
-            capacity_h, max_h = live_percentages(live.values)
-            guard_step = control_guard.step(guard_before, readings, capacity_h, max_h, self.guard)
-            targets = guard_step.targets
-            guard_audit = guard_step.audit(readings, guard_before)
-        plan = self._plan(cfg, outcome, live, inputs, floors, targets)
-        drift = control_tick.drift(baseline, live)
-        return Work(
-            ctx,
-            now_ms,
-            live,
+        return _Reads(
+            guard_before,
+            readings,
             inputs,
-            outcome,
-            plan,
-            ledger,
+            cursors,
             ledger_before,
+            ledger,
             state,
-            drift,
             baseline,
             settle,
-            floors=floors,
-            guard=guard_audit,
-            cursors=cursors,
+            idle_sources,
+            admitted,
         )
 
     def _ledger(
