@@ -134,16 +134,19 @@ async def _build_services(
     """Every service on ``state`` (each client's and resource's closing on ``stack``); returns
     the loops to run, in the order they tick."""
     settings = state.settings
+    public_urls = tuple(redact_url(u) for u in settings.rm_urls)
     client = await _rm_client(stack, state, rm_transport)
     state.poller = Poller(
         client,
         state.sessions,
         cluster_name=settings.cluster_name,
-        rm_urls=tuple(redact_url(u) for u in settings.rm_urls),
+        rm_urls=public_urls,
         interval_s=settings.poll_interval_s,
     )
     collector = await _history_collector(stack, state)
-    state.controller = controller = await _controller(stack, state, client, bool(collector))
+    state.controller = controller = await _controller(
+        stack, state, client, public_urls, bool(collector)
+    )
     state.admission = build_admission_service(settings, client, state.sessions, eager=run_loops)
     placement = _placement(state, client, controller)
 
@@ -192,7 +195,11 @@ async def _rm_client(
 
 
 async def _controller(
-    stack: AsyncExitStack, state: SidecarState, client: RMClient, history: bool
+    stack: AsyncExitStack,
+    state: SidecarState,
+    client: RMClient,
+    public_urls: tuple[str, ...],
+    history: bool,
 ) -> Controller:
     """The queue controller, with the interference guard's probe client where it has URLs."""
     settings = state.settings
@@ -208,7 +215,7 @@ async def _controller(
         state.sessions,
         defaults=settings.control_config(),
         cluster_name=settings.cluster_name,
-        rm_urls=tuple(redact_url(u) for u in settings.rm_urls),
+        rm_urls=public_urls,
         poll_interval_s=settings.poll_interval_s,
         history=history,
         guard=guard,

@@ -233,13 +233,13 @@ def _settle_running(rnd: Round, running: Sequence[RunningJob], free: int) -> int
                 )
                 continue
         rnd.held.append((end_u, r.cpus + am))
-        task_c = max(est.point / r.tasks, r.task_floor_s)
-        end_c = r.started_s + est.overhead_s + w * task_c
+        if r.progress_end_s > 0:
+            end_c = r.progress_end_s  # what its own run says, not what its history does
+        else:
+            end_c = r.started_s + est.overhead_s + w * max(est.point / r.tasks, r.task_floor_s)
         # Past its central end a job is no longer as likely to have ended as not, and no run
         # says when it will: the end it is still known to keep is its bound's (counted as
         # ending now, its vcores were free to every arrival priced beside a hold)
-        if r.progress_end_s > 0:
-            end_c = r.progress_end_s  # what its own run says, not what its history does
         rnd.expected.append((end_c if end_c > now_s else end_u, r.cpus + am))
     return free
 
