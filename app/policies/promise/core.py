@@ -18,9 +18,11 @@ or waste work on real traces:
   the bound's quantile, is promised only when a miss is worth risking, priced as a try is
   (``exact_worth``), with the chance the bound holds from how many runs it was taken from
   (``bound_chance``: a 0.95 quantile of 3 runs is their largest, which a fourth exceeds one
-  time in four); else the job waits. Exact grants everywhere
+  time in four); else a grant between the two, of what is free, whose margin raises that
+  chance enough to be worth its miss (``_margin``); else the job waits. Exact grants everywhere
   wasted more than 0.02 in 21 of the 168 selection cells instead of 6 (``docs/evaluation.md``,
-  "Planning divisible work in the fluid model").
+  "Planning divisible work in the fluid model"); waiting for the whole waves where part of
+  their margin was free ("A margin of what is free") lost jobs that fair share met.
 * Order and feasibility over the whole waiting set: every waiting job is checked every round;
   jobs are offered capacity least laxity first (earliest latest start; ties: smallest work
   bound), so a job with slack does not take capacity a tighter job needs now and waits for the
@@ -123,6 +125,7 @@ from app.policies.promise.risk import (
     bound_chance,
     exact_worth,
     fits,
+    grant_chance,
     hold_lost,
     start_tries,
     still_learning,
@@ -163,6 +166,7 @@ class _Admitted(NamedTuple):
     est: Estimate
     limit: int
     grant: int
+    margin: str  # why ``grant`` is wider than its bound needs (``_margin``), or ""
 
 
 def admit(
@@ -349,9 +353,9 @@ def _promise(
     admitted: list[_Admitted] = []
     head: tuple[float, str] | None = None  # the first blocked job's expected start, and its id
     for c in cands:
-        g, queued = _grant_now(rnd, c, avail)
+        g, queued, margin = _grant_now(rnd, c, avail)
         if g is not None:
-            admitted.append(_Admitted(c.job, c.est, c.limit, g))
+            admitted.append(_Admitted(c.job, c.est, c.limit, g, margin))
             avail -= g + rnd.am
             rnd.hold(c.job, c.est, g)
         elif queued is not None:
@@ -365,33 +369,23 @@ def _promise(
     return admitted, head is not None, avail
 
 
-def _grant_now(rnd: Round, c: _Candidate, avail: int) -> tuple[int | None, Decision | None]:
-    """``(grant, None)`` if ``c`` is promised now; ``(None, answer)`` if it fits but waits
-    (its exact grant or a promise after its wait not worth the risk, or its hold crowding out
-    arrivals); ``(None, None)`` if no grant that meets its deadline fits what is free."""
+def _grant_now(rnd: Round, c: _Candidate, avail: int) -> tuple[int | None, Decision | None, str]:
+    """``(grant, None, margin)`` if ``c`` is promised now (``margin``: why the grant is wider
+    than its bound needs, or ""); ``(None, answer, "")`` if it fits but waits (its exact grant
+    or a promise after its wait not worth the risk, or its hold crowding out arrivals);
+    ``(None, None, "")`` if no grant that meets its deadline fits what is free."""
     j, est, lst, now_s, am = c.job, c.est, c.lst, rnd.now_s, rnd.am
     task_u = est.upper / j.tasks
     due = j.deadline_at - est.overhead_s
     g = min_grant(j.tasks, c.limit, task_u, due - now_s, rnd.div)
+    note = ""
     if rnd.div and g is not None:
-        # Divisible work (module docstring): the grant whole waves would need keeps their
-        # margin; the exact grant, with the bound's quantile as its only margin, is
-        # promised only when its miss is worth the risk.
-        whole = min_grant(j.tasks, c.limit, task_u, due - now_s)
-        if whole is not None and whole + am <= avail:
-            g = whole
-        elif g + am <= avail:
-            chance = bound_chance(est.samples, rnd.estimator.params.quantile)
-            if not exact_worth(rnd, j, g, chance):
-                margin = f"{whole + am} vcores for its waves' margin" if whole else "capacity"
-                why = (
-                    f"{margin}: on exactly the {g} its bound needs, a miss (about 1 in "
-                    f"{1 / (1 - chance):.0f} for a bound from {est.samples} runs) would "
-                    "waste more than its deadline is worth"
-                )
-                return None, queue_decision(j, est, lst, why)
+        picked = _divisible(rnd, c, g, avail, task_u, due - now_s)
+        if isinstance(picked, Decision):
+            return None, picked, ""
+        g, note = picked
     if g is None or g + am > avail:
-        return None, None
+        return None, None, ""
     left = after_wait(rnd, j, est, g)
     if left is not None:
         why = (
@@ -399,14 +393,71 @@ def _grant_now(rnd: Round, c: _Candidate, avail: int) -> tuple[int | None, Decis
             f"{est.samples} runs, and a miss on {g + am} vcores would waste more than "
             "its deadline is worth"
         )
-        return None, queue_decision(j, est, lst, why)
+        return None, queue_decision(j, est, lst, why), ""
     # expected hold (central estimate): the bound is for the job's own deadline, while the
     # arrivals it displaces are an expectation too
     lost = hold_lost(rnd, j, est, g, avail)
     if lost >= 1.0:
         why = f"capacity: holding {g + am} vcores would crowd out about {lost:.1f} arriving jobs"
-        return None, queue_decision(j, est, lst, why)._replace(crowd_out=lost)
-    return g, None
+        return None, queue_decision(j, est, lst, why)._replace(crowd_out=lost), ""
+    return g, None, note
+
+
+def _divisible(
+    rnd: Round, c: _Candidate, g: int, avail: int, task_u: float, left_s: float
+) -> tuple[int, str] | Decision:
+    """The grant of divisible work (module docstring) whose bound needs ``g`` vcores, and why
+    it is wider than ``g`` (or ""); or the job's answer while it waits. The grant whole waves
+    would need keeps their margin where it fits; otherwise the exact grant, with the bound's
+    quantile as its only margin, is promised when its miss is worth the risk, and else a wider
+    grant of what is free where one is worth it (``_margin``). A grant that does not fit is
+    returned as it is, for the caller to find so."""
+    j, est, am = c.job, c.est, rnd.am
+    whole = min_grant(j.tasks, c.limit, task_u, left_s)
+    if whole is not None and whole + am <= avail:
+        return whole, ""
+    chance = bound_chance(est.samples, rnd.estimator.params.quantile)
+    if g + am > avail or exact_worth(rnd, j, g, chance):
+        return g, ""
+    miss = (
+        f"on exactly the {g} its bound needs, a miss (about 1 in {1 / (1 - chance):.0f} for "
+        f"a bound from {est.samples} runs) would waste more than its deadline is worth"
+    )
+    wider = _margin(rnd, c, g, avail)
+    if wider is None:
+        waits = f"{whole + am} vcores for its waves' margin" if whole else "capacity"
+        return queue_decision(j, est, c.lst, f"{waits}: {miss}")
+    x, p = wider
+    return x, f"a margin: {miss}; on {x} its runs give it a chance of {p:.3f}"
+
+
+def _margin(rnd: Round, c: _Candidate, g: int, avail: int) -> tuple[int, float] | None:
+    """``(grant, chance)``: a grant of divisible work wider than the ``g`` its bound needs, where
+    whole waves do not fit and a miss on ``g`` is not worth the risk; or None. Each vcore beyond
+    ``g`` is margin: the bound ends sooner, and a run longer than the bound still meets the
+    deadline while its work fits the grant, so the chance rises (``grant_chance``: past the
+    largest run, up to the work the deadline allowed from submission). The vcores cost arrivals
+    only where the spare they leave falls below an arrival's need, so the candidates are all
+    that is free and the widest grants leaving room for each recent arrival's need. Of those
+    whose miss is worth risking (``exact_worth``) and that crowd out less than one arrival, the
+    one whose chance less the arrivals it crowds out is largest, as a top-up is chosen
+    (``_top_up``)."""
+    j, est, free = c.job, c.est, avail - rnd.am
+    top = aligned(j.tasks, min(c.limit, free), True)
+    if top <= g:
+        return None
+    sizes = rnd.load.sizes if rnd.load is not None else None
+    needs = sizes.needs if sizes is not None else ()
+    cands = {top} | {x for n in needs if g < (x := free - math.ceil(n)) < top}
+    best, best_worth = None, -math.inf
+    for x in sorted(cands):
+        p = grant_chance(rnd, j, est, x)
+        if not exact_worth(rnd, j, x, p):
+            continue
+        lost = hold_lost(rnd, j, est, x, avail)
+        if lost < 1.0 and p - lost > best_worth + EPS:
+            best, best_worth = (x, p), p - lost
+    return best
 
 
 def _expect(rnd: Round, c: _Candidate, avail: int, tries: list[Try]) -> tuple[float, str] | None:
@@ -462,6 +513,8 @@ def _admission(rnd: Round, a: _Admitted, g: int, top_up: str | None) -> Decision
     begin = now_s + est.overhead_s  # its first task, after the start-up bound
     finish = begin + w * est.upper / j.tasks
     more = f", {g - a.grant} more than its bound needs ({top_up})" if g > a.grant else ""
+    if a.margin:
+        more = f", {a.margin}{more}"
     return Decision(
         "admit",
         j.id,
@@ -504,7 +557,7 @@ def _top_up(
     """
     now_s, am, div, capacity = rnd.now_s, rnd.am, rnd.div, rnd.capacity
     estimator, expected = rnd.estimator, rnd.expected
-    for j, est, limit, g in admitted:
+    for j, est, limit, g, _ in admitted:
         top = min(limit, g + avail)
         if top <= g:
             continue

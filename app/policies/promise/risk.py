@@ -161,16 +161,23 @@ def after_wait(rnd: Round, j: WaitingJob, est: Estimate, g: int) -> float | None
     whose bound comes from no runs (the bootstrap) and a round without an arrival rate are not
     priced (``WaitingJob.first_round``, or ``now_s`` at its submission). A miss wastes what
     ``_miss_waste`` says."""
-    now_s, div, mean_work = rnd.now_s, rnd.div, rnd.mean_work
-    if mean_work is None or est.samples == 0 or j.at_first_round(now_s):
+    mean_work = rnd.mean_work
+    if mean_work is None or est.samples == 0 or j.at_first_round(rnd.now_s):
         return None
-    limit = min(j.tasks, rnd.capacity)
+    p = grant_chance(rnd, j, est, g)
+    waste = _miss_waste(rnd, j, g)
+    return None if _worth_risking(p, mean_work, rnd.price, waste) else p
+
+
+def grant_chance(rnd: Round, j: WaitingJob, est: Estimate, g: int) -> float:
+    """The chance ``g`` vcores from now finish ``j`` by its deadline: the share of its history's
+    works that fit (``run_share``), the last gap ending at the work its deadline allowed from its
+    submission at full parallelism (the run the thesis assumes feasible)."""
+    div, limit = rnd.div, min(j.tasks, rnd.capacity)
     works = rnd.estimator.works(j.keys, j.tasks, j.deadline_s, limit)
     due = j.deadline_at - est.overhead_s
     feasible = (due - j.submitted_s) * j.tasks / waves(j.tasks, limit, div)
-    p = run_share(works, (due - now_s) * j.tasks / waves(j.tasks, g, div), feasible)
-    waste = _miss_waste(rnd, j, g)
-    return None if _worth_risking(p, mean_work, rnd.price, waste) else p
+    return run_share(works, (due - rnd.now_s) * j.tasks / waves(j.tasks, g, div), feasible)
 
 
 def _miss_waste(rnd: Round, j: WaitingJob, g: int) -> float:

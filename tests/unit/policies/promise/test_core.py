@@ -48,6 +48,46 @@ def test_divisible_work_keeps_the_waves_margin_and_prices_an_exact_grant() -> No
     assert (d.action, d.cpus) == ("admit", 3)
 
 
+def test_divisible_work_takes_a_margin_where_the_exact_grant_is_not_worth_its_miss() -> None:
+    est = taught(0.5)  # 3 runs, each 0.5 of the deadline on all tasks: 500 vcore-s for 10 tasks
+    job = core.WaitingJob("a", tasks=10, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # 70 s left: one whole wave needs 10 vcores, the bound alone 500 / 70 = 7.1, so 8. On 8 a
+    # miss (1 in 4) wastes 8 x 70 = 560 vcore-s: worth it only if the arrivals' mean work is
+    # above 0.25 x 560 / 0.75 = 187. On 9 the bound ends at 55.6 s and a run of up to 630
+    # vcore-s still meets the deadline: past the largest run, a fourth run is taken as equally
+    # likely up to the 1,000 the deadline allowed from submission, a chance of
+    # (3 + 130 / 500) / 4 = 0.815, worth a miss of 630 vcore-s above a mean work of 143.
+    calm = core.Load(jobs_per_s=0.01, vcores=1.6)  # mean work 160
+    (d,) = core.admit([job], [], 9, 20, 30.0, est, DIVISIBLE, calm)
+    assert (d.action, d.cpus) == ("admit", 9)
+    assert d.finish_s == pytest.approx(30.0 + 500.0 / 9)
+    assert "a margin: on exactly the 8 its bound needs" in d.reason
+    assert "on 9 its runs give it a chance of 0.815" in d.reason
+    # Nothing wider is free: it waits, as before.
+    (d,) = core.admit([job], [], 8, 20, 30.0, est, DIVISIBLE, calm)
+    assert d.action == "queue" and "10 vcores for its waves' margin" in d.reason
+    # At a mean work of 100 the margin is not worth its miss either.
+    (d,) = core.admit([job], [], 9, 20, 30.0, est, DIVISIBLE, core.Load(0.01, 1.0))
+    assert d.action == "queue"
+    # Twice the arrivals at twice the size (the same mean work): holding all 9 free vcores
+    # for 55.6 s turns away 0.02 x 55.6 = 1.1 of them, more than the job is worth.
+    (d,) = core.admit([job], [], 9, 20, 30.0, est, DIVISIBLE, core.Load(0.02, 3.2))
+    assert d.action == "queue"
+
+
+def test_a_margin_leaves_room_for_the_arrivals_it_would_turn_away() -> None:
+    est = taught(0.5)
+    job = core.WaitingJob("a", tasks=20, deadline_s=100.0, submitted_s=0.0, keys=K)
+    # Bound 1,000 vcore-s, 70 s left: 15 vcores exactly (not worth a miss at a mean work of
+    # 330), 20 for a whole wave. Of the 19 free, all 19 give the larger chance (0.833), but
+    # 16 leave room for the arrivals, each needing 3 vcores: 0.780 less 0.14 crowded out is
+    # worth more than 0.833 less 0.53.
+    sized = core.Load(0.01, 3.3, sizes=loss.Sizes.of([330.0] * 4, [3.0] * 4))
+    (d,) = core.admit([job], [], 19, 40, 30.0, est, DIVISIBLE, sized)
+    assert (d.action, d.cpus) == ("admit", 16)
+    assert "on 16 its runs give it a chance of 0.780" in d.reason
+
+
 def test_admits_the_smallest_wave_aligned_grant() -> None:
     est = taught(0.5)  # bound: 0.5 * 100 s * 4 tasks = 200 vcore-s, 50 s per task
     job = core.WaitingJob("a", tasks=4, deadline_s=100.0, submitted_s=0.0, keys=K)
