@@ -454,8 +454,15 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
     if cluster is None:
         return snap
     snap.cluster_known = True
-    cid = cluster.id
     snap.last_good_poll_ms = cluster.last_good_poll_ms
+    _cluster_counts(session, cluster.id, snap)
+    _queues_now(session, cluster.id, snap)
+    return snap
+
+
+def _cluster_counts(session: Session, cid: int, snap: Snapshot) -> None:
+    """One cluster's counts: apps the RM lists, control decisions, pushes, placements, polls,
+    retired rows and MapReduce history jobs."""
     # The apps the RM lists now (its own retention bounds them), through ix_applications_listed:
     # counting the whole history grew with every app ever seen, on every scrape.
     snap.apps_by_state = _grouped(
@@ -481,6 +488,11 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
             .group_by(MapReduceJobRow.status)
         ).all()
     }
+
+
+def _queues_now(session: Session, cid: int, snap: Snapshot) -> None:
+    """One cluster's queues as the latest poll reported them, with what the controller decided
+    and pushed for each, and the guard's caps."""
     guard = control_repo.load_policy_state(session, cid, GUARD_STATE)
     snap.guard_caps = {str(q): int(h) / 100 for q, h in (guard.get("caps") or {}).items()}
     decision = latest_queue_decision(session, cid)
@@ -513,7 +525,6 @@ def snapshot(session: Session, cluster_name: str) -> Snapshot:
                 drift=bool(nums.get("drift")),
             )
         )
-    return snap
 
 
 def _polls(session: Session, cluster_id: int, snap: Snapshot) -> None:

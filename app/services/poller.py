@@ -304,20 +304,7 @@ class Poller(LoopService):
                 session, cluster.id, poll_writes.snapshot_totals(snap), snap.taken_ms
             )
             nodes = poll_writes.add_node_rows(session, cluster.id, writes.node_rows, snap.taken_ms)
-            finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
-            new_watermark = max([watermark, *finished])
-            cluster.finished_watermark_ms = new_watermark
-            rm_url = _public_url(snap.rm_url)
-            cluster.active_rm_url = rm_url
-            cluster.rm_cluster_id = poll_writes.storable_int(
-                snap.info.cluster_id, _CLUSTERS.c.rm_cluster_id
-            )
-            cluster.hadoop_version = poll_writes.storable_text(
-                snap.info.hadoop_version, poll_writes.length(_CLUSTERS.c.hadoop_version)
-            )
-            cluster.last_poll_ms = now_ms
-            cluster.last_good_poll_ms = now_ms
-            cluster.last_error = None
+            new_watermark, rm_url = _mark_good(cluster, snap, watermark, now_ms)
             repo.record_poll(
                 session,
                 PollRecord(
@@ -400,6 +387,29 @@ def _public_url(url: str | None) -> str | None:
     """An RM URL as it is stored and shown: password masked, storable."""
     length = poll_writes.length(_CLUSTERS.c.active_rm_url)  # as long as polls.rm_url
     return poll_writes.storable_text(redact_url(url), length) if url else None
+
+
+def _mark_good(
+    cluster: Cluster, snap: ClusterSnapshot, watermark: int, now_ms: int
+) -> tuple[int, str | None]:
+    """Record a good poll on ``cluster``'s row: the finished-apps watermark ``snap`` moves it to,
+    the RM that answered and what it says of itself; returns the new watermark and that RM's
+    public URL."""
+    finished = [a.finished_ms for a in snap.apps if a.is_finished and a.finished_ms]
+    new_watermark = max([watermark, *finished])
+    cluster.finished_watermark_ms = new_watermark
+    rm_url = _public_url(snap.rm_url)
+    cluster.active_rm_url = rm_url
+    cluster.rm_cluster_id = poll_writes.storable_int(
+        snap.info.cluster_id, _CLUSTERS.c.rm_cluster_id
+    )
+    cluster.hadoop_version = poll_writes.storable_text(
+        snap.info.hadoop_version, poll_writes.length(_CLUSTERS.c.hadoop_version)
+    )
+    cluster.last_poll_ms = now_ms
+    cluster.last_good_poll_ms = now_ms
+    cluster.last_error = None
+    return new_watermark, rm_url
 
 
 def _elapsed_ms(started: float) -> int:
